@@ -1,0 +1,42 @@
+"""Shared REST pieces: pagination and JSON errors with a clear message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+class StandardPagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def _first_message(detail: Any) -> str:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            inner = _first_message(value)
+            return inner if key in ("detail", "non_field_errors") else f"{key}: {inner}"
+    if isinstance(detail, list | tuple) and detail:
+        return _first_message(detail[0])
+    return str(detail)
+
+
+def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every API error is JSON: {"error": one readable sentence, "detail": the full detail}."""
+    if isinstance(exc, DjangoValidationError):
+        detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        return Response(
+            {"error": _first_message(detail), "detail": detail}, status=status.HTTP_400_BAD_REQUEST
+        )
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    detail = response.data
+    response.data = {"error": _first_message(detail), "detail": detail}
+    return response

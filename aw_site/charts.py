@@ -1,0 +1,275 @@
+"""Server-rendered inline SVG charts for the console: line charts, bar charts, tool graphs.
+
+Plain Python, no Django import and no JavaScript: each function returns an SVG string that
+templates mark safe. Every label that reaches the SVG is XML-escaped here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+
+PALETTE = (
+    "#2563eb",
+    "#dc2626",
+    "#16a34a",
+    "#d97706",
+    "#7c3aed",
+    "#0891b2",
+    "#db2777",
+    "#4b5563",
+    "#65a30d",
+    "#9333ea",
+)
+FONT = 'font-family="system-ui, sans-serif"'
+
+
+def _fmt(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high]."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / max(1, count)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    start = math.floor(low / step) * step
+    ticks, value = [], start
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 10))
+    return ticks
+
+
+def _empty(width: int, height: int, message: str) -> str:
+    return (
+        f'<svg class="chart chart-empty" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(message)}"><text x="{width / 2}" y="{height / 2}" '
+        f'text-anchor="middle" fill="#6b7280" font-size="13" {FONT}>{escape(message)}</text></svg>'
+    )
+
+
+def line_chart(
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    width: int = 640,
+    height: int = 260,
+    y_range: tuple[float, float] | None = None,
+    x_label: str = "",
+    y_label: str = "",
+    title: str = "",
+    empty_message: str = "No data yet",
+) -> str:
+    """One polyline per named series of (x, y) points, with axes, ticks and a legend."""
+    points = [(x, y) for values in series.values() for x, y in values if y is not None]
+    if not points:
+        return _empty(width, height, empty_message)
+    left, right, top, bottom = 52, 16, 24 if title else 12, 40
+    legend_rows = math.ceil(len(series) / 4)
+    bottom += 18 * legend_rows
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = [x for x, _ in points]
+    x_low, x_high = min(xs), max(xs)
+    if x_high == x_low:
+        x_low, x_high = x_low - 1, x_high + 1
+    if y_range is not None:
+        y_ticks = nice_ticks(*y_range)
+    else:
+        ys = [y for _, y in points]
+        y_ticks = nice_ticks(min(0.0, min(ys)), max(ys))
+    y_low, y_high = y_ticks[0], y_ticks[-1]
+
+    def sx(x: float) -> float:
+        return left + (x - x_low) / (x_high - x_low) * plot_w
+
+    def sy(y: float) -> float:
+        return top + plot_h - (y - y_low) / (y_high - y_low) * plot_h
+
+    parts = [
+        f'<svg class="chart chart-line" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title or y_label or "line chart")}" {FONT} font-size="11">'
+    ]
+    if title:
+        parts.append(f'<text x="{left}" y="15" font-size="13" font-weight="600">{escape(title)}</text>')
+    for tick in y_ticks:
+        y = sy(tick)
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e7eb"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#6b7280">{_fmt(tick)}</text>'
+        )
+    x_ticks = sorted(set(xs))
+    if len(x_ticks) > 10:
+        x_ticks = nice_ticks(x_low, x_high, 8)
+        x_ticks = [t for t in x_ticks if x_low <= t <= x_high]
+    for tick in x_ticks:
+        x = sx(tick)
+        parts.append(
+            f'<text x="{x:.1f}" y="{top + plot_h + 15}" text-anchor="middle" fill="#6b7280">'
+            f"{_fmt(tick)}</text>"
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9ca3af"/>'
+    )
+    if x_label:
+        parts.append(
+            f'<text x="{left + plot_w / 2}" y="{top + plot_h + 30}" text-anchor="middle" '
+            f'fill="#374151">{escape(x_label)}</text>'
+        )
+    if y_label:
+        parts.append(
+            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
+            f'fill="#374151">{escape(y_label)}</text>'
+        )
+    for index, (name, values) in enumerate(series.items()):
+        color = PALETTE[index % len(PALETTE)]
+        clean = sorted((x, y) for x, y in values if y is not None)
+        if not clean:
+            continue
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in clean)
+        parts.append(
+            f'<polyline class="series" data-series="{escape(name)}" points="{path}" fill="none" '
+            f'stroke="{color}" stroke-width="2" stroke-linejoin="round"/>'
+        )
+        if len(clean) <= 40:
+            for x, y in clean:
+                parts.append(
+                    f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}">'
+                    f"<title>{escape(name)}: {_fmt(x)} → {y:.3g}</title></circle>"
+                )
+        row, col = divmod(index, 4)
+        lx, ly = left + col * (plot_w / 4), height - 18 * legend_rows + 18 * row + 4
+        parts.append(
+            f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" fill="{color}"/>'
+            f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" fill="#374151">{escape(_clip(name, 28))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _clip(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def bar_chart(
+    bars: Iterable[tuple[str, float]],
+    *,
+    width: int = 640,
+    bar_height: int = 22,
+    title: str = "",
+    color: str = PALETTE[1],
+    value_format: str = "{:g}",
+    empty_message: str = "No data",
+    limit: int = 20,
+) -> str:
+    """Horizontal bars, largest first, each labelled with its value."""
+    rows = sorted(((str(k), float(v)) for k, v in bars), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    if not rows:
+        return _empty(width, 80, empty_message)
+    label_w, value_w, top = 190, 56, 24 if title else 6
+    height = top + len(rows) * (bar_height + 6) + 6
+    high = max(v for _, v in rows) or 1.0
+    plot_w = width - label_w - value_w
+    parts = [
+        f'<svg class="chart chart-bar" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title or "bar chart")}" {FONT} font-size="12">'
+    ]
+    if title:
+        parts.append(f'<text x="0" y="15" font-size="13" font-weight="600">{escape(title)}</text>')
+    for index, (label, value) in enumerate(rows):
+        y = top + index * (bar_height + 6)
+        w = max(1.0, value / high * plot_w) if value > 0 else 0
+        parts.append(
+            f'<g class="bar" data-label="{escape(label)}" data-value="{value:g}">'
+            f'<text x="{label_w - 8}" y="{y + bar_height * 0.7:.1f}" text-anchor="end" '
+            f'fill="#374151">{escape(_clip(label, 28))}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_height}" rx="3" '
+            f'fill="{color}"><title>{escape(label)}: {value:g}</title></rect>'
+            f'<text x="{label_w + w + 6:.1f}" y="{y + bar_height * 0.7:.1f}" fill="#111827">'
+            f"{escape(value_format.format(value))}</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _grid_layout(names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    columns = max(1, math.ceil(math.sqrt(len(names))))
+    return {
+        name: (40 + 220 * (i % columns), 40 + 70 * (i // columns)) for i, name in enumerate(names)
+    }
+
+
+def tool_graph(
+    nodes: Sequence[Mapping], edges: Sequence[Mapping], *, node_width: int = 170
+) -> str:
+    """A tool dependency graph: boxes for tools (read/write coloured), arrows for data flow.
+
+    ``nodes`` carry ``id`` (or ``name``), optional ``kind`` and ``x``/``y``; ``edges`` carry
+    ``source``, ``target`` and optionally ``field`` -> ``param``. Missing positions get a grid.
+    """
+    if not nodes:
+        return _empty(640, 120, "No tool graph for this environment")
+    ids = [str(n.get("id") or n.get("name")) for n in nodes]
+    fallback = _grid_layout(ids)
+    position: dict[str, tuple[float, float]] = {}
+    for node_id, node in zip(ids, nodes, strict=True):
+        x, y = node.get("x"), node.get("y")
+        ok = isinstance(x, int | float) and isinstance(y, int | float)
+        position[node_id] = (float(x), float(y)) if ok else fallback[node_id]
+    node_height = 34
+    width = max(x for x, _ in position.values()) + node_width + 40
+    height = max(y for _, y in position.values()) + node_height + 40
+    parts = [
+        f'<svg class="chart tool-graph" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" role="img" aria-label="tool dependency graph" {FONT} font-size="12">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+        'fill="#6b7280"/></marker></defs>',
+    ]
+    for edge in edges:
+        source, target = str(edge.get("source")), str(edge.get("target"))
+        if source not in position or target not in position or source == target:
+            continue
+        (x1, y1), (x2, y2) = position[source], position[target]
+        start = (x1 + node_width, y1 + node_height / 2) if x2 > x1 else (x1, y1 + node_height / 2)
+        end = (x2, y2 + node_height / 2) if x2 > x1 else (x2 + node_width, y2 + node_height / 2)
+        if x2 == x1:
+            start, end = (x1 + node_width / 2, y1 + node_height), (x2 + node_width / 2, y2)
+            if y2 < y1:
+                start, end = (x1 + node_width / 2, y1), (x2 + node_width / 2, y2 + node_height)
+        bend = (end[0] - start[0]) / 2 or 40
+        label = f"{edge.get('field', '')} → {edge.get('param', '')}".strip(" →")
+        parts.append(
+            f'<path class="edge" d="M {start[0]:.1f} {start[1]:.1f} C {start[0] + bend:.1f} '
+            f'{start[1]:.1f}, {end[0] - bend:.1f} {end[1]:.1f}, {end[0]:.1f} {end[1]:.1f}" '
+            f'fill="none" stroke="#9ca3af" stroke-width="1.4" marker-end="url(#arrow)">'
+            f"<title>{escape(source)} → {escape(target)}"
+            f"{': ' + escape(label) if label else ''}</title></path>"
+        )
+    for node_id, node in zip(ids, nodes, strict=True):
+        x, y = position[node_id]
+        kind = str(node.get("kind") or "read")
+        fill, stroke = ("#fef3c7", "#d97706") if kind == "write" else ("#dbeafe", "#2563eb")
+        parts.append(
+            f'<g class="node" data-tool="{escape(node_id)}" data-kind="{escape(kind)}">'
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{node_width}" height="{node_height}" rx="6" '
+            f'fill="{fill}" stroke="{stroke}"/>'
+            f'<text x="{x + node_width / 2:.1f}" y="{y + 21:.1f}" text-anchor="middle" '
+            f'fill="#111827">{escape(_clip(str(node.get("label") or node_id), 24))}</text>'
+            f"<title>{escape(node_id)} ({escape(kind)})</title></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+

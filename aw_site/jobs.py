@@ -1,0 +1,303 @@
+"""Jobs: the one way long work runs, with progress, a log tail and recovery from lost workers.
+
+Each app registers its job functions with ``@job(kind, queue)`` in its ``jobs.py``; a function
+takes a ``JobContext`` plus JSON arguments and returns a JSON result. ``enqueue`` records a Job
+row and hands it to Celery (production) or to an in-process worker thread (embedded default).
+Running the same job twice is harmless: a finished job is never run again, which makes late
+acks and redelivery after a killed worker safe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from aw_site.models import Job
+
+logger = logging.getLogger(__name__)
+
+JOB_APPS = ("aw_site", "environments", "tasks", "training", "arena")
+HEARTBEAT_SECONDS = 5.0
+
+
+class JobCancelled(Exception):
+    """Raised inside a job when its record was marked failed from outside."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    kind: str
+    queue: str
+    function: Callable[..., dict[str, Any] | None]
+
+
+_REGISTRY: dict[str, JobSpec] = {}
+
+
+def job(kind: str, queue: str = Job.Queue.DEFAULT) -> Callable:
+    """Register ``function(ctx, **arguments)`` as the job of this kind."""
+
+    def register(function: Callable[..., dict[str, Any] | None]) -> Callable:
+        _REGISTRY[kind] = JobSpec(kind=kind, queue=queue, function=function)
+        return function
+
+    return register
+
+
+def job_spec(kind: str) -> JobSpec:
+    if kind not in _REGISTRY:
+        for app in JOB_APPS:
+            try:
+                importlib.import_module(f"{app}.jobs")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{app}.jobs":
+                    raise
+    if kind not in _REGISTRY:
+        raise KeyError(f"unknown job kind {kind!r}")
+    return _REGISTRY[kind]
+
+
+class JobContext:
+    """What a running job uses to report progress and log lines."""
+
+    def __init__(self, job_record: Job):
+        self.job = job_record
+        self._lines: list[str] = [job_record.log_tail] if job_record.log_tail else []
+
+    @property
+    def job_id(self) -> int:
+        return self.job.pk
+
+    def log(self, line: str) -> None:
+        stamp = timezone.now().strftime("%H:%M:%S")
+        self._lines.append(f"[{stamp}] {line}")
+        tail = "\n".join(self._lines)[-Job.LOG_TAIL_CHARS :]
+        self._lines = [tail]
+        self._write(log_tail=tail)
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        fields: dict[str, Any] = {"progress": fraction}
+        if message:
+            fields["message"] = message[:500]
+            self._lines.append(f"[{timezone.now():%H:%M:%S}] {message}")
+            tail = "\n".join(self._lines)[-Job.LOG_TAIL_CHARS :]
+            self._lines = [tail]
+            fields["log_tail"] = tail
+        self._write(**fields)
+
+    def _write(self, **fields: Any) -> None:
+        fields["heartbeat_at"] = timezone.now()
+        updated = Job.objects.filter(pk=self.job.pk, state=Job.State.RUNNING).update(**fields)
+        if not updated:
+            raise JobCancelled(f"job {self.job.pk} is no longer running")
+
+
+def enqueue(
+    kind: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    user: Any = None,
+    target: str = "",
+) -> Job:
+    """Record a job and hand it to a worker once the surrounding transaction commits."""
+    spec = job_spec(kind)
+    record = Job.objects.create(
+        kind=kind,
+        queue=spec.queue,
+        arguments=arguments or {},
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        target=target,
+    )
+    transaction.on_commit(lambda: dispatch(record.pk))
+    return record
+
+
+def dispatch(job_id: int) -> None:
+    record = Job.objects.get(pk=job_id)
+    if settings.AW_JOBS_MODE == "celery":
+        result = run_job.apply_async(args=[job_id], queue=record.queue)
+        Job.objects.filter(pk=job_id).update(celery_task_id=result.id)
+    else:
+        _in_process_executor().submit(_run_in_thread, job_id)
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _in_process_executor() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aw-job")
+        return _executor
+
+
+def in_process_worker_name() -> str:
+    return f"in-process@{socket.gethostname()}:{os.getpid()}"
+
+
+def _run_in_thread(job_id: int) -> None:
+    try:
+        execute_job(job_id, worker=in_process_worker_name())
+    finally:
+        connection.close()
+
+
+@shared_task(name="aw_site.run_job", bind=True, acks_late=True)
+def run_job(self, job_id: int) -> str:
+    close_old_connections()
+    return execute_job(job_id, worker=self.request.hostname or socket.gethostname())
+
+
+def _claim(job_id: int, worker: str) -> Job | None:
+    """Mark the job running for this worker, unless it is finished or held by a live run."""
+    with transaction.atomic():
+        record = Job.objects.select_for_update().filter(pk=job_id).first()
+        if record is None or record.is_finished:
+            return None
+        if record.state == Job.State.RUNNING and not _is_stale(record):
+            return None
+        now = timezone.now()
+        record.state = Job.State.RUNNING
+        record.worker = worker
+        record.attempts += 1
+        record.started_at = record.started_at or now
+        record.heartbeat_at = now
+        record.error = ""
+        record.save(update_fields=["state", "worker", "attempts", "started_at", "heartbeat_at", "error"])
+        return record
+
+
+def _is_stale(record: Job) -> bool:
+    limit = timedelta(seconds=settings.AW_JOB_STALE_SECONDS)
+    return record.heartbeat_at is None or timezone.now() - record.heartbeat_at > limit
+
+
+class _Heartbeat(threading.Thread):
+    """Keeps heartbeat_at fresh while a job step runs long without reporting progress."""
+
+    def __init__(self, job_id: int):
+        super().__init__(daemon=True, name=f"aw-heartbeat-{job_id}")
+        self.job_id = job_id
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(HEARTBEAT_SECONDS):
+                Job.objects.filter(pk=self.job_id, state=Job.State.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()
+
+
+def execute_job(job_id: int, worker: str) -> str:
+    """Run one job to a final state; returns that state."""
+    record = _claim(job_id, worker)
+    if record is None:
+        return "skipped"
+    spec = job_spec(record.kind)
+    context = JobContext(record)
+    heartbeat = _Heartbeat(job_id)
+    heartbeat.start()
+    try:
+        context.log(f"started on {worker} (attempt {record.attempts})")
+        result = spec.function(context, **record.arguments) or {}
+    except JobCancelled:
+        return "cancelled"
+    except Exception as exc:
+        logger.exception("job %s failed", job_id)
+        tail = traceback.format_exc()[-3000:]
+        Job.objects.filter(pk=job_id).update(
+            state=Job.State.FAILED,
+            error=f"{type(exc).__name__}: {exc}",
+            log_tail=(context.job.log_tail + "\n" + tail)[-Job.LOG_TAIL_CHARS :],
+            finished_at=timezone.now(),
+        )
+        return Job.State.FAILED
+    finally:
+        heartbeat.stopped.set()
+    Job.objects.filter(pk=job_id, state=Job.State.RUNNING).update(
+        state=Job.State.SUCCEEDED,
+        progress=1.0,
+        result=result,
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
+    return Job.State.SUCCEEDED
+
+
+def recover_lost_job(record: Job, reason: str) -> str:
+    """Retry a job whose worker died, or fail it with the reason once attempts run out."""
+    if record.attempts >= settings.AW_JOB_MAX_ATTEMPTS:
+        Job.objects.filter(pk=record.pk, state=record.state).update(
+            state=Job.State.FAILED,
+            error=f"{reason}; gave up after {record.attempts} attempts",
+            finished_at=timezone.now(),
+        )
+        return Job.State.FAILED
+    updated = Job.objects.filter(pk=record.pk, state=record.state).update(
+        state=Job.State.RETRYING,
+        message=f"retrying: {reason}"[:500],
+        log_tail=(record.log_tail + f"\n{reason}; retrying")[-Job.LOG_TAIL_CHARS :],
+    )
+    if updated:
+        transaction.on_commit(lambda: dispatch(record.pk))
+    return Job.State.RETRYING
+
+
+def recover_jobs_of_worker(worker: str) -> list[int]:
+    """Jobs left running by an earlier life of this worker are retried or failed."""
+    recovered = []
+    for record in Job.objects.filter(state=Job.State.RUNNING, worker=worker):
+        recover_lost_job(record, f"worker {worker} restarted while the job ran")
+        recovered.append(record.pk)
+    return recovered
+
+
+@job("aw_site.reap_stale_jobs")
+def reap_stale_jobs_job(ctx: JobContext) -> dict[str, Any]:
+    return {"recovered": reap_stale_jobs()}
+
+
+def reap_stale_jobs() -> list[int]:
+    """Running jobs without a heartbeat for AW_JOB_STALE_SECONDS lost their worker."""
+    limit = timezone.now() - timedelta(seconds=settings.AW_JOB_STALE_SECONDS)
+    recovered = []
+    for record in Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=limit):
+        recover_lost_job(record, f"no heartbeat from {record.worker or 'its worker'} since {record.heartbeat_at:%Y-%m-%d %H:%M:%S}")
+        recovered.append(record.pk)
+    return recovered
+
+
+@shared_task(name="aw_site.reap_stale_jobs")
+def reap_stale_jobs_task() -> list[int]:
+    return reap_stale_jobs()
+
+
+@job("system.worker_check")
+def worker_check(ctx: JobContext, seconds: float = 1.0, steps: int = 5) -> dict[str, Any]:
+    """Proves a worker takes jobs and reports progress; used by operators and the job tests."""
+    import time
+
+    steps = max(1, min(int(steps), 1000))
+    for step in range(steps):
+        time.sleep(max(0.0, float(seconds)) / steps)
+        ctx.progress((step + 1) / steps, f"step {step + 1} of {steps}")
+    return {"steps": steps, "worker": ctx.job.worker}

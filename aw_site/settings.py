@@ -1,0 +1,167 @@
+"""Settings, all read from environment variables with embedded defaults.
+
+Embedded default (no variables set): SQLite under ``var/``, jobs run by an in-process worker
+thread, LLM-free synthesis. Production: ``DATABASE_URL`` (PostgreSQL via psycopg 3) and
+``CELERY_BROKER_URL`` (Redis) switch to real services; see README.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("AW_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DEBUG = env_bool("AW_DEBUG", False)
+SECRET_KEY = os.environ.get("AW_SECRET_KEY", "")
+if not SECRET_KEY:
+    # A per-checkout key keeps the embedded default safe without configuration.
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        import secrets
+
+        key_file.write_text(secrets.token_urlsafe(50))
+    SECRET_KEY = key_file.read_text().strip()
+
+ALLOWED_HOSTS = [h for h in os.environ.get("AW_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("AW_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_htmx",
+    "aw_site",
+    "environments",
+    "tasks",
+    "training",
+    "arena",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "aw_site.urls"
+WSGI_APPLICATION = "aw_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "aw_site.roles.role_context",
+            ]
+        },
+    }
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "agent_world.sqlite3",
+            "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
+        }
+    }
+DATABASES["default"].setdefault("TEST", {})
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, so a real Celery worker process can share the test database.
+    DATABASES["default"]["TEST"]["NAME"] = str(VAR_DIR / "test_agent_world.sqlite3")
+if os.environ.get("AW_TEST_DATABASE_NAME"):
+    DATABASES["default"]["TEST"]["NAME"] = os.environ["AW_TEST_DATABASE_NAME"]
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# Artifacts: environment packages, checkpoints, exports.
+STORAGE_ROOT = Path(os.environ.get("AW_STORAGE_ROOT", VAR_DIR / "storage"))
+
+# Jobs: Celery with a real broker in production; an in-process worker thread otherwise.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip()
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL).strip() or None
+AW_JOBS_MODE = "celery" if CELERY_BROKER_URL else "thread"
+AW_JOB_STALE_SECONDS = int(os.environ.get("AW_JOB_STALE_SECONDS", "600"))
+AW_JOB_MAX_ATTEMPTS = int(os.environ.get("AW_JOB_MAX_ATTEMPTS", "3"))
+AW_MAX_EPISODES = int(os.environ.get("AW_MAX_EPISODES", "256"))
+AW_MAX_EPISODES_PER_USER = int(os.environ.get("AW_MAX_EPISODES_PER_USER", "64"))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["aw_site.roles.HasViewerRole"],
+    "DEFAULT_PAGINATION_CLASS": "aw_site.api.StandardPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.SearchFilter",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "aw_site.api.json_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Agent-World API",
+    "DESCRIPTION": "Environments, tasks, training runs and evolution rounds of Agent-World.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("AW_LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,243 @@
+"""Taxonomy, themes, environment versions and their tools."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+from django.utils.text import slugify
+
+
+class Category(models.Model):
+    """One node of the three-level taxonomy (primary > secondary > tertiary)."""
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=140)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    level = models.PositiveSmallIntegerField(choices=[(1, "primary"), (2, "secondary"), (3, "tertiary")])
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["level", "name"]
+        verbose_name_plural = "categories"
+        constraints = [
+            models.UniqueConstraint(fields=["parent", "slug"], name="category_unique_slug_per_parent"),
+            models.UniqueConstraint(
+                fields=["slug"], condition=models.Q(parent__isnull=True), name="category_unique_root_slug"
+            ),
+            models.CheckConstraint(condition=models.Q(level__gte=1, level__lte=3), name="category_level_1_to_3"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def path(self) -> str:
+        parts, node = [], self
+        while node is not None:
+            parts.append(node.name)
+            node = node.parent
+        return " > ".join(reversed(parts))
+
+    def clean(self) -> None:
+        expected = 1 if self.parent is None else self.parent.level + 1
+        if self.level != expected:
+            raise ValidationError({"level": f"a category under {self.parent or 'the root'} has level {expected}"})
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.slug:
+            self.slug = slugify(self.name)[:140]
+        if self.parent is not None and not self.level:
+            self.level = self.parent.level + 1
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def ensure_path(cls, primary: str, secondary: str | None = None, tertiary: str | None = None) -> Category:
+        node = None
+        for level, name in enumerate([primary, secondary, tertiary], start=1):
+            if not name:
+                break
+            node, _ = cls.objects.get_or_create(
+                parent=node, slug=slugify(name)[:140], defaults={"name": name, "level": level}
+            )
+        if node is None:
+            raise ValueError("a category path needs at least a primary category")
+        return node
+
+    def primary(self) -> Category:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+
+class Theme(models.Model):
+    """A topic an environment is built for, with the raw source it came from."""
+
+    class SourceKind(models.TextChoices):
+        MCP_SPEC = "mcp_spec", "MCP server spec"
+        TOOL_DOC = "tool_doc", "Tool documentation"
+        PRD = "prd", "Product requirements"
+        DIAGNOSIS = "diagnosis", "Arena diagnosis"
+        MANUAL = "manual", "Manual"
+
+    name = models.CharField(max_length=200, db_index=True)
+    title = models.CharField(max_length=300, blank=True)
+    description = models.TextField(blank=True)
+    source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
+    raw_spec = models.JSONField(default=dict, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    fingerprint = models.CharField(max_length=64, db_index=True, blank=True, help_text="For near-duplicate detection")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="themes")
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+
+class ImmutableVersionError(ValidationError):
+    pass
+
+
+class Environment(models.Model):
+    """One immutable version of an executable environment (database + verified tools)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        MINING = "mining"
+        VERIFYING = "verifying"
+        VERIFIED = "verified"
+        REJECTED = "rejected"
+        RETIRED = "retired"
+
+    ALLOWED_TRANSITIONS = {
+        Status.DRAFT: {Status.MINING, Status.VERIFYING, Status.REJECTED},
+        Status.MINING: {Status.VERIFYING, Status.REJECTED, Status.DRAFT},
+        Status.VERIFYING: {Status.VERIFIED, Status.REJECTED},
+        Status.VERIFIED: {Status.RETIRED},
+        Status.REJECTED: {Status.DRAFT},
+        Status.RETIRED: set(),
+    }
+    FROZEN_FIELDS = ("name", "version", "manifest", "content_hash", "package_path")
+
+    name = models.SlugField(max_length=120)
+    version = models.PositiveIntegerField(default=1)
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    theme = models.ForeignKey(Theme, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments")
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    package_path = models.CharField(max_length=500, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    manifest = models.JSONField(default=dict, blank=True)
+    provenance = models.JSONField(default=list, blank=True)
+    verification_report = models.JSONField(default=dict, blank=True)
+    failure_reason = models.TextField(blank=True)
+    tool_count = models.PositiveIntegerField(default=0)
+    task_count = models.PositiveIntegerField(default=0)
+    table_count = models.PositiveIntegerField(default=0)
+    row_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="environment_unique_version")]
+        indexes = [
+            models.Index(fields=["status", "category"]),
+            models.Index(fields=["category", "name"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@v{self.version}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk:
+            previous = Environment.objects.filter(pk=self.pk).values(*self.FROZEN_FIELDS, "status").first()
+            if previous and previous["status"] in (self.Status.VERIFIED, self.Status.RETIRED):
+                changed = [f for f in self.FROZEN_FIELDS if previous[f] != getattr(self, f)]
+                if changed:
+                    raise ImmutableVersionError(
+                        f"{self} is verified and immutable ({', '.join(changed)} changed); make a new version"
+                    )
+            if previous and previous["status"] != self.status:
+                allowed = self.ALLOWED_TRANSITIONS.get(previous["status"], set())
+                if self.status not in allowed:
+                    raise ValidationError(
+                        {"status": f"cannot move {self} from {previous['status']} to {self.status}"}
+                    )
+        super().save(*args, **kwargs)
+
+    def transition(self, status: str, reason: str = "") -> None:
+        self.status = status
+        if reason:
+            self.failure_reason = reason
+        if status == self.Status.VERIFIED:
+            self.verified_at = timezone.now()
+        self.save()
+
+    def next_version_number(self) -> int:
+        latest = Environment.objects.filter(name=self.name).aggregate(m=models.Max("version"))["m"] or 0
+        return latest + 1
+
+
+class Tool(models.Model):
+    class Kind(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+
+    class Origin(models.TextChoices):
+        SCHEMA = "schema", "Schema generator"
+        LLM = "llm", "LLM tool designer"
+        IMPORTED = "imported", "Imported"
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.READ)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.SCHEMA)
+    schema = models.JSONField(default=dict, help_text="OpenAI function schema")
+    source = models.TextField(blank=True)
+    verified = models.BooleanField(default=False)
+    test_accuracy = models.FloatField(null=True, blank=True)
+    verification = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["environment", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["environment", "name"], name="tool_unique_name_per_environment"),
+            models.CheckConstraint(
+                condition=models.Q(test_accuracy__isnull=True) | models.Q(test_accuracy__gte=0, test_accuracy__lte=1),
+                name="tool_accuracy_between_0_and_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.environment.name}.{self.name}"
+
+
+class ToolTest(models.Model):
+    tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="tests")
+    name = models.CharField(max_length=200)
+    source = models.TextField(blank=True)
+    passed = models.BooleanField(null=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["tool", "name"]
+        constraints = [models.UniqueConstraint(fields=["tool", "name"], name="tooltest_unique_name_per_tool")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,90 @@
+"""REST API for tasks and for starting task synthesis."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from aw_site.jobs import enqueue
+from aw_site.jobs_api import JobSerializer
+from environments.models import Environment
+from tasks.models import Task
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    environment_name = serializers.CharField(source="environment.name", read_only=True)
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "environment",
+            "environment_name",
+            "kind",
+            "split",
+            "difficulty",
+            "instruction",
+            "gold_chain",
+            "solution",
+            "verification_script",
+            "reference_answer",
+            "expected_state_hash",
+            "expected_diff",
+            "write_steps",
+            "signature",
+            "seed",
+            "round_number",
+            "metadata",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SynthesizeTasksSerializer(serializers.Serializer):
+    environment = serializers.PrimaryKeyRelatedField(queryset=Environment.objects.all())
+    kind = serializers.ChoiceField(choices=Task.Kind.choices, default=Task.Kind.GRAPH)
+    count = serializers.IntegerField(min_value=1, max_value=5000, default=20)
+    min_walk_length = serializers.IntegerField(min_value=1, max_value=64, default=1)
+    max_walk_length = serializers.IntegerField(min_value=1, max_value=64, default=4)
+    write_steps = serializers.IntegerField(min_value=0, max_value=32, default=0)
+    seed = serializers.IntegerField(min_value=0, default=0)
+
+    def validate(self, attrs):
+        if attrs["min_walk_length"] > attrs["max_walk_length"]:
+            raise serializers.ValidationError("min_walk_length must not exceed max_walk_length")
+        if attrs["environment"].status != Environment.Status.VERIFIED:
+            raise serializers.ValidationError(
+                {"environment": "tasks are synthesized only in verified environments"}
+            )
+        return attrs
+
+
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Task.objects.select_related("environment")
+    serializer_class = TaskSerializer
+    filterset_fields = ["environment", "kind", "split", "difficulty", "round_number"]
+    search_fields = ["instruction"]
+    ordering_fields = ["id", "difficulty", "created_at"]
+
+    @action(detail=False, methods=["post"])
+    def synthesize(self, request):
+        payload = SynthesizeTasksSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        arguments = {
+            **payload.validated_data,
+            "environment": payload.validated_data["environment"].pk,
+        }
+        with transaction.atomic():
+            job = enqueue(
+                "tasks.synthesize",
+                arguments,
+                user=request.user,
+                target=f"environment:{arguments['environment']}",
+            )
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+def register(router) -> None:
+    router.register("tasks", TaskViewSet, basename="task")

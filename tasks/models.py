@@ -1,0 +1,60 @@
+"""Verifiable tasks synthesized against an environment's real database."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from environments.models import Environment
+
+
+class Task(models.Model):
+    class Kind(models.TextChoices):
+        GRAPH = "graph"
+        PROGRAMMATIC = "programmatic"
+
+    class Split(models.TextChoices):
+        TRAIN = "train"
+        ARENA = "arena"
+        HELDOUT = "heldout"
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="tasks")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    split = models.CharField(max_length=8, choices=Split.choices, default=Split.TRAIN)
+    difficulty = models.PositiveSmallIntegerField(default=1)
+    instruction = models.TextField()
+    gold_chain = models.JSONField(
+        default=list, blank=True, help_text="[{tool, arguments}] for graph tasks"
+    )
+    solution = models.TextField(blank=True, help_text="Python solve(call) for programmatic tasks")
+    verification_script = models.TextField(blank=True)
+    reference_answer = models.JSONField(null=True, blank=True)
+    expected_state_hash = models.CharField(max_length=64, blank=True)
+    expected_diff = models.JSONField(default=dict, blank=True)
+    write_steps = models.PositiveSmallIntegerField(default=0)
+    signature = models.CharField(max_length=64, help_text="Canonical signature for dedup")
+    seed = models.BigIntegerField(default=0)
+    round_number = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Evolution round that made it"
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["environment", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["environment", "signature"], name="task_unique_signature_per_environment"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["environment", "split", "kind"]),
+            models.Index(fields=["split", "round_number"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} task #{self.pk} in {self.environment}"
+
+    @property
+    def gold_length(self) -> int:
+        return len(self.gold_chain) if self.gold_chain else 0

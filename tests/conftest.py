@@ -1,0 +1,60 @@
+"""Shared fixtures: users of each role and API clients signed in as them."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(django_user_model, username: str, role: str | None):
+    user = django_user_model.objects.create_user(username=username, password=PASSWORD)
+    if role:
+        grant_role(user, role)
+    return user
+
+
+@pytest.fixture
+def viewer(django_user_model):
+    return make_user(django_user_model, "vera_viewer", VIEWER)
+
+
+@pytest.fixture
+def reviewer(django_user_model):
+    return make_user(django_user_model, "rita_reviewer", REVIEWER)
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return make_user(django_user_model, "ada_admin", ADMIN)
+
+
+@pytest.fixture
+def roleless(django_user_model):
+    return make_user(django_user_model, "nora_norole", None)
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def viewer_api(viewer):
+    return token_client(viewer)
+
+
+@pytest.fixture
+def reviewer_api(reviewer):
+    return token_client(reviewer)
+
+
+@pytest.fixture
+def admin_api(admin_user):
+    return token_client(admin_user)

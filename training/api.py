@@ -1,0 +1,154 @@
+"""REST API for policies, training runs with their metrics, and trajectories."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from aw_site.jobs import enqueue
+from aw_site.jobs_api import JobSerializer
+from environments.models import Environment
+from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
+
+
+class PolicySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Policy
+        fields = ["id", "name", "version", "kind", "base_url", "model_name", "checkpoint_path", "parent", "description", "created_at"]
+        read_only_fields = ["version", "checkpoint_path", "parent", "created_at"]
+
+    def validate(self, attrs):
+        if attrs.get("kind") == Policy.Kind.OPENAI and not attrs.get("base_url"):
+            raise serializers.ValidationError({"base_url": "an OpenAI-compatible policy needs a base_url"})
+        return attrs
+
+    def create(self, validated_data):
+        latest = Policy.objects.filter(name=validated_data["name"]).order_by("-version").first()
+        validated_data["version"] = (latest.version + 1) if latest else 1
+        return super().create(validated_data)
+
+
+class TrainingMetricSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TrainingMetric
+        fields = ["phase", "step", "values", "created_at"]
+
+
+class CheckpointSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Checkpoint
+        fields = ["id", "policy", "run", "step", "path", "metrics", "created_at"]
+
+
+class TrainingRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TrainingRun
+        fields = [
+            "id", "base_policy", "output_policy", "config", "status", "job", "environments", "summary",
+            "failure_reason", "round_number", "created_at", "finished_at",
+        ]
+        read_only_fields = ["output_policy", "status", "job", "summary", "failure_reason", "round_number", "created_at", "finished_at"]
+
+    def validate_config(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("config must be a JSON object")
+        allowed = {"sft_epochs", "grpo_steps", "num_generations", "max_completion_length", "learning_rate", "tasks_per_environment", "seed", "use_vllm"}
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise serializers.ValidationError(f"unknown config keys: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+        return value
+
+
+class StepSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Step
+        fields = [
+            "index", "role", "content", "tool_name", "tool_arguments", "raw_tool_call", "tool_result",
+            "error", "error_kind", "state_diff", "duration_ms", "tokens",
+        ]
+
+
+class TrajectorySerializer(serializers.ModelSerializer):
+    labels = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Trajectory
+        fields = [
+            "id", "task", "environment", "policy", "training_run", "final_answer", "final_state_hash",
+            "finished_reason", "reward", "total_reward", "success", "step_count", "tokens",
+            "duration_ms", "created_at", "labels",
+        ]
+
+    def get_labels(self, obj) -> list[str]:
+        return sorted({label.label for label in obj.failure_labels.all()})
+
+
+class TrajectoryDetailSerializer(TrajectorySerializer):
+    steps = StepSerializer(many=True, read_only=True)
+
+    class Meta(TrajectorySerializer.Meta):
+        fields = TrajectorySerializer.Meta.fields + ["state_diff", "steps"]
+
+
+class PolicyViewSet(viewsets.ModelViewSet):
+    queryset = Policy.objects.all()
+    serializer_class = PolicySerializer
+    filterset_fields = ["name", "kind"]
+    search_fields = ["name", "model_name", "description"]
+    http_method_names = ["get", "post", "head", "options"]
+
+
+class TrainingRunViewSet(viewsets.ModelViewSet):
+    queryset = TrainingRun.objects.select_related("base_policy", "output_policy", "job").prefetch_related("environments")
+    serializer_class = TrainingRunSerializer
+    filterset_fields = ["status", "base_policy", "round_number"]
+    http_method_names = ["get", "post", "head", "options"]
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        environments = serializer.validated_data.get("environments") or []
+        if any(env.status != Environment.Status.VERIFIED for env in environments):
+            raise serializers.ValidationError({"environments": "training uses verified environments only"})
+        with transaction.atomic():
+            run = serializer.save()
+            job = enqueue("training.train", {"run": run.pk}, user=request.user, target=f"training_run:{run.pk}")
+            run.job = job
+            run.save(update_fields=["job"])
+        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        run = self.get_object()
+        return Response(TrainingMetricSerializer(run.metrics.all(), many=True).data)
+
+
+class TrajectoryViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Trajectory.objects.select_related("task", "environment", "policy").prefetch_related("failure_labels")
+    filterset_fields = {
+        "environment": ["exact"],
+        "policy": ["exact"],
+        "task": ["exact"],
+        "success": ["exact"],
+        "finished_reason": ["exact"],
+        "failure_labels__label": ["exact"],
+        "evaluations__round__number": ["exact"],
+    }
+    ordering_fields = ["created_at", "total_reward"]
+
+    def get_serializer_class(self):
+        return TrajectoryDetailSerializer if self.action == "retrieve" else TrajectorySerializer
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related("steps")
+        return queryset.distinct()
+
+
+def register(router) -> None:
+    router.register("policies", PolicyViewSet, basename="policy")
+    router.register("training-runs", TrainingRunViewSet, basename="trainingrun")
+    router.register("trajectories", TrajectoryViewSet, basename="trajectory")

@@ -1,0 +1,145 @@
+"""Policies and their checkpoints, training runs with metrics, and recorded trajectories."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from aw_site.models import Job
+from environments.models import Environment
+from tasks.models import Task
+
+
+class Policy(models.Model):
+    class Kind(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+        LOCAL_HF = "local_hf", "Local Hugging Face model"
+        GOLD = "gold", "Gold-chain replay (sanity baseline)"
+
+    name = models.SlugField(max_length=120)
+    version = models.PositiveIntegerField(default=1)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    base_url = models.URLField(blank=True, help_text="For OpenAI-compatible endpoints; the key comes from env vars")
+    model_name = models.CharField(max_length=200, blank=True)
+    checkpoint_path = models.CharField(max_length=500, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        verbose_name_plural = "policies"
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="policy_unique_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class TrainingRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    base_policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="training_runs")
+    output_policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by")
+    config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_runs")
+    environments = models.ManyToManyField(Environment, blank=True, related_name="training_runs")
+    summary = models.JSONField(default=dict, blank=True)
+    failure_reason = models.TextField(blank=True)
+    round_number = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"training run #{self.pk} of {self.base_policy}"
+
+
+class TrainingMetric(models.Model):
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="metrics")
+    phase = models.CharField(max_length=16, default="grpo")
+    step = models.PositiveIntegerField()
+    values = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "phase", "step"]
+        indexes = [models.Index(fields=["run", "step"])]
+
+
+class Checkpoint(models.Model):
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="checkpoints")
+    run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
+    step = models.PositiveIntegerField(default=0)
+    path = models.CharField(max_length=500)
+    metrics = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["policy", "step"]
+
+
+class Trajectory(models.Model):
+    """One episode of a policy on a task, step by step."""
+
+    class FinishedReason(models.TextChoices):
+        ANSWER = "answer"
+        STEP_BUDGET = "step_budget"
+        FORMAT_ERROR = "format_error"
+        POLICY_ERROR = "policy_error"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="trajectories")
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="trajectories")
+    training_run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    final_answer = models.TextField(blank=True)
+    final_state_hash = models.CharField(max_length=64, blank=True)
+    state_diff = models.JSONField(default=dict, blank=True)
+    finished_reason = models.CharField(max_length=16, choices=FinishedReason.choices)
+    reward = models.JSONField(default=dict, blank=True, help_text="Reward breakdown by component")
+    total_reward = models.FloatField(default=0.0)
+    success = models.BooleanField(default=False, db_index=True)
+    step_count = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["environment", "success"]),
+            models.Index(fields=["policy", "created_at"]),
+        ]
+        verbose_name_plural = "trajectories"
+
+    def __str__(self) -> str:
+        return f"trajectory #{self.pk} ({'success' if self.success else 'failed'})"
+
+
+class Step(models.Model):
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    content = models.TextField(blank=True)
+    tool_name = models.CharField(max_length=120, blank=True)
+    tool_arguments = models.JSONField(null=True, blank=True)
+    raw_tool_call = models.TextField(blank=True)
+    tool_result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=32, blank=True)
+    state_diff = models.JSONField(null=True, blank=True)
+    duration_ms = models.FloatField(default=0.0)
+    tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["trajectory", "index"]
+        constraints = [models.UniqueConstraint(fields=["trajectory", "index"], name="step_unique_index_per_trajectory")]
+
+    def __str__(self) -> str:
+        return f"step {self.index} of trajectory {self.trajectory_id}"
