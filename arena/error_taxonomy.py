@@ -1,0 +1,639 @@
+"""The error taxonomy of the arena, and the detectors that label one failed episode.
+
+Every label is computed from executable evidence only: the recorded steps of the trajectory
+(tool calls, their results and error kinds), the task's gold chain and expected state diff, and
+the reward breakdown. A label carries the step indices it rests on and a short explanation, so a
+reviewer can open the trajectory and see the same thing the diagnosis saw.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+INVALID_TOOL_CALL = "invalid_tool_call"
+TOOL_ERROR = "tool_error"
+WRONG_ARGUMENTS = "wrong_arguments"
+MISSING_STATE_UPDATE = "missing_state_update"
+WRONG_STATE_UPDATE = "wrong_state_update"
+PREMATURE_ANSWER = "premature_answer"
+STEP_BUDGET_EXHAUSTED = "step_budget_exhausted"
+WRONG_ANSWER = "wrong_answer"
+FORMAT_ERROR = "format_error"
+REPEATED_CALL_LOOP = "repeated_call_loop"
+
+ERROR_LABELS: tuple[str, ...] = (
+    INVALID_TOOL_CALL,
+    TOOL_ERROR,
+    WRONG_ARGUMENTS,
+    MISSING_STATE_UPDATE,
+    WRONG_STATE_UPDATE,
+    PREMATURE_ANSWER,
+    STEP_BUDGET_EXHAUSTED,
+    WRONG_ANSWER,
+    FORMAT_ERROR,
+    REPEATED_CALL_LOOP,
+)
+
+MULTI_STEP_PLANNING = "multi-step planning"
+STATE_UPDATES = "state updates"
+ARGUMENT_GROUNDING = "argument grounding"
+TOOL_CALL_FORMAT = "tool-call format"
+ANSWER_SYNTHESIS = "answer synthesis"
+
+# Which agent capability each error kind is evidence against.
+CAPABILITY_OF_LABEL: dict[str, str] = {
+    INVALID_TOOL_CALL: TOOL_CALL_FORMAT,
+    FORMAT_ERROR: TOOL_CALL_FORMAT,
+    TOOL_ERROR: ARGUMENT_GROUNDING,
+    WRONG_ARGUMENTS: ARGUMENT_GROUNDING,
+    MISSING_STATE_UPDATE: STATE_UPDATES,
+    WRONG_STATE_UPDATE: STATE_UPDATES,
+    PREMATURE_ANSWER: MULTI_STEP_PLANNING,
+    STEP_BUDGET_EXHAUSTED: MULTI_STEP_PLANNING,
+    REPEATED_CALL_LOOP: MULTI_STEP_PLANNING,
+    WRONG_ANSWER: ANSWER_SYNTHESIS,
+}
+CAPABILITIES: tuple[str, ...] = (
+    MULTI_STEP_PLANNING,
+    STATE_UPDATES,
+    ARGUMENT_GROUNDING,
+    TOOL_CALL_FORMAT,
+    ANSWER_SYNTHESIS,
+)
+
+# Step error kinds that mean the call never reached a tool because it was malformed.
+_INVALID_CALL_KINDS = frozenset(
+    {"unknown_tool", "invalid_arguments", "invalid_json", "malformed_tool_call", "bad_json"}
+)
+# Step error kinds that mean the tool ran and failed (raised, or was stopped by the sandbox).
+_TOOL_FAILURE_KINDS = frozenset(
+    {"tool_error", "timeout", "resource_limit", "output_too_large", "sandbox_violation"}
+)
+_FORMAT_KINDS = frozenset({"format_error", "malformed_output"})
+LOOP_THRESHOLD = 3
+_FULL_SCORE = 0.999
+
+
+@dataclass(frozen=True)
+class ErrorLabel:
+    """One error kind found in one episode, with the evidence it rests on."""
+
+    kind: str
+    steps: tuple[int, ...]
+    explanation: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def capability(self) -> str:
+        return CAPABILITY_OF_LABEL[self.kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["steps"] = list(self.steps)
+        data["capability"] = self.capability
+        return data
+
+
+# --- reading the inputs -----------------------------------------------------------------------
+
+
+def field_of(obj: Any, name: str, default: Any = None) -> Any:
+    """Read ``name`` from a dict or an attribute holder (dataclass, model instance)."""
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+@dataclass(frozen=True)
+class RewardView:
+    """The reward breakdown reduced to what diagnosis reads: component scores and reasons."""
+
+    answer: float | None
+    state: float | None
+    format: float | None
+    efficiency: float | None
+    total: float
+    reasons: dict[str, str]
+
+
+def _component_score(component: Any) -> float | None:
+    if component is None:
+        return None
+    if isinstance(component, bool):
+        return float(component)
+    if isinstance(component, int | float):
+        return float(component)
+    for key in ("score", "value", "reward"):
+        value = field_of(component, key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _component_reason(component: Any) -> str:
+    reasons = field_of(component, "reasons") if not isinstance(component, int | float) else None
+    if reasons is None and not isinstance(component, int | float):
+        reasons = field_of(component, "reason")
+    if isinstance(reasons, list | tuple):
+        return "; ".join(str(r) for r in reasons)
+    return str(reasons) if reasons else ""
+
+
+def read_reward(reward: Any) -> RewardView:
+    """Accept a RewardBreakdown, its dict form, or a bare float total."""
+    if isinstance(reward, int | float) and not isinstance(reward, bool):
+        return RewardView(None, None, None, None, float(reward), {})
+    if reward is not None and not isinstance(reward, Mapping) and hasattr(reward, "to_dict"):
+        reward = reward.to_dict()
+    components = field_of(reward, "components") or reward
+    names = ("answer", "state", "format", "efficiency")
+    scores = {name: _component_score(field_of(components, name)) for name in names}
+    reasons = {name: _component_reason(field_of(components, name)) for name in names}
+    total = field_of(reward, "total")
+    if not isinstance(total, int | float):
+        total = sum(s for s in scores.values() if s is not None)
+    return RewardView(
+        answer=scores["answer"],
+        state=scores["state"],
+        format=scores["format"],
+        efficiency=scores["efficiency"],
+        total=float(total),
+        reasons={k: v for k, v in reasons.items() if v},
+    )
+
+
+def _steps(trajectory: Any) -> list[Mapping[str, Any]]:
+    steps = field_of(trajectory, "steps") or []
+    return [s if isinstance(s, Mapping) else vars(s) for s in steps]
+
+
+def _step_index(step: Mapping[str, Any], position: int) -> int:
+    index = step.get("index")
+    return index if isinstance(index, int) else position
+
+
+def _tool_call(step: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    call = step.get("tool_call")
+    if not call:
+        return None
+    name = field_of(call, "name")
+    arguments = field_of(call, "arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(name, str) or not isinstance(arguments, Mapping | type(None)):
+        return None
+    return name, dict(arguments or {})
+
+
+def _gold_chain(task: Any) -> list[tuple[str, dict[str, Any], Any]]:
+    chain = field_of(task, "gold_chain") or []
+    gold = []
+    for step in chain:
+        name = field_of(step, "tool")
+        if isinstance(name, str):
+            has_result = isinstance(step, Mapping) and "result" in step
+            result = field_of(step, "result") if has_result else _NO_RESULT
+            gold.append((name, dict(field_of(step, "arguments") or {}), result))
+    return gold
+
+
+_NO_RESULT = object()
+
+
+def required_tools(task: Any) -> list[str]:
+    """Distinct tools the task's gold solution needs, in first-use order.
+
+    Graph tasks name them in the gold chain; programmatic tasks call them in their solution as
+    ``call("tool_name", ...)``, which the solution source shows without running it.
+    """
+    names = [name for name, _, _ in _gold_chain(task)]
+    if not names:
+        names = _tools_called_in_solution(field_of(task, "solution") or "")
+    return list(dict.fromkeys(names))
+
+
+def _tools_called_in_solution(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "call"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.append((node.lineno, node.col_offset, node.args[0].value))
+    return [name for _, _, name in sorted(names)]
+
+
+def normalize_value(value: Any) -> Any:
+    """Canonical form for comparing arguments, results and rows: case and type tolerant."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        number = float(value)
+        return round(number, 6) if math.isfinite(number) else str(number)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return round(float(text), 6) if text else ""
+        except ValueError:
+            return text.casefold()
+    if isinstance(value, Mapping):
+        return {
+            str(k): normalize_value(v) for k, v in sorted(value.items(), key=lambda i: str(i[0]))
+        }
+    if isinstance(value, list | tuple):
+        return [normalize_value(v) for v in value]
+    return str(value)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(normalize_value(value), sort_keys=True, default=str)
+
+
+# --- the detectors ----------------------------------------------------------------------------
+
+
+def detect_invalid_tool_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+    hits, reasons, tools = [], [], []
+    for position, step in enumerate(steps):
+        kind = step.get("error_kind")
+        unparsed = step.get("raw_tool_call") and _tool_call(step) is None
+        if kind in _INVALID_CALL_KINDS or unparsed:
+            hits.append(_step_index(step, position))
+            name = field_of(step.get("tool_call"), "name") or "?"
+            tools.append(name)
+            reason = kind or "unparseable tool call"
+            reasons.append(f"step {hits[-1]}: {reason} ({name})")
+    if not hits:
+        return None
+    return ErrorLabel(
+        INVALID_TOOL_CALL,
+        tuple(hits),
+        f"{len(hits)} tool call(s) rejected before reaching a tool: " + "; ".join(reasons[:3]),
+        {"tools": sorted(set(tools))},
+    )
+
+
+def detect_tool_errors(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+    hits, messages, tools = [], [], []
+    for position, step in enumerate(steps):
+        if step.get("error_kind") in _TOOL_FAILURE_KINDS:
+            hits.append(_step_index(step, position))
+            name = field_of(step.get("tool_call"), "name") or "?"
+            tools.append(name)
+            error = str(step.get("error") or step["error_kind"])[:120]
+            messages.append(f"step {hits[-1]} {name}: {error}")
+    if not hits:
+        return None
+    return ErrorLabel(
+        TOOL_ERROR,
+        tuple(hits),
+        f"{len(hits)} tool call(s) raised: " + "; ".join(messages[:3]),
+        {"tools": sorted(set(tools))},
+    )
+
+
+def _reached_tool(step: Mapping[str, Any]) -> bool:
+    return _tool_call(step) is not None and step.get("error_kind") not in _INVALID_CALL_KINDS
+
+
+def detect_wrong_arguments(steps: list[Mapping[str, Any]], task: Any) -> ErrorLabel | None:
+    """A gold-chain tool was called, but never with the gold arguments (or the gold result)."""
+    hits: list[int] = []
+    mismatches: list[dict[str, Any]] = []
+    for gold_tool, gold_args, gold_result in _gold_chain(task):
+        candidates = [
+            (_step_index(s, p), s)
+            for p, s in enumerate(steps)
+            if _reached_tool(s) and _tool_call(s)[0] == gold_tool
+        ]
+        if not candidates:
+            continue
+        matching = [
+            (i, s) for i, s in candidates if _canonical(_tool_call(s)[1]) == _canonical(gold_args)
+        ]
+        if matching:
+            if gold_result is _NO_RESULT:
+                continue
+            if any(
+                _canonical(s.get("tool_result")) == _canonical(gold_result) for _, s in matching
+            ):
+                continue
+            index = matching[-1][0]
+            hits.append(index)
+            mismatches.append({"tool": gold_tool, "step": index, "differs": "result"})
+            continue
+        index, step = candidates[-1]
+        called = _tool_call(step)[1]
+        keys = sorted(
+            k
+            for k in set(gold_args) | set(called)
+            if normalize_value(gold_args.get(k)) != normalize_value(called.get(k))
+        )
+        hits.append(index)
+        mismatches.append(
+            {
+                "tool": gold_tool,
+                "step": index,
+                "differs": "arguments",
+                "keys": keys,
+                "expected": {k: gold_args.get(k) for k in keys},
+                "called": {k: called.get(k) for k in keys},
+            }
+        )
+    if not hits:
+        return None
+    parts = []
+    for m in mismatches[:3]:
+        if m["differs"] == "result":
+            parts.append(f"{m['tool']} at step {m['step']} returned a result unlike the gold run")
+        else:
+            parts.append(
+                f"{m['tool']} at step {m['step']}: {', '.join(m['keys'])} "
+                f"expected {m['expected']} got {m['called']}"
+            )
+    return ErrorLabel(
+        WRONG_ARGUMENTS,
+        tuple(sorted(set(hits))),
+        "gold tool called with arguments unlike the gold chain: " + "; ".join(parts),
+        {"mismatches": mismatches},
+    )
+
+
+def _row_key(row: Any) -> str:
+    if isinstance(row, Mapping):
+        row = {k: v for k, v in row.items() if k != "id"}
+    return _canonical(row)
+
+
+def _write_count(diff: Mapping[str, Any]) -> int:
+    return sum(
+        len(field_of(ops, kind) or [])
+        for ops in diff.values()
+        for kind in ("added", "removed", "changed")
+    )
+
+
+def compare_state_diffs(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> dict[str, list]:
+    """Pair gold writes with trajectory writes, per table and per operation.
+
+    Returns ``missing`` (gold writes with no counterpart), ``wrong`` (writes with the same
+    target but different values) and ``extra`` (trajectory writes the gold run never made).
+    Added rows are matched ignoring an autoincrement ``id``; changed rows by their ``key``.
+    """
+    missing, wrong, extra = [], [], []
+    for table in sorted(set(expected) | set(actual)):
+        gold_ops, got_ops = expected.get(table) or {}, actual.get(table) or {}
+        for op in ("added", "removed"):
+            gold_rows = list(field_of(gold_ops, op) or [])
+            got_rows = list(field_of(got_ops, op) or [])
+            unmatched_got = list(got_rows)
+            unmatched_gold = []
+            for row in gold_rows:
+                found = next((r for r in unmatched_got if _row_key(r) == _row_key(row)), None)
+                if found is None:
+                    unmatched_gold.append(row)
+                else:
+                    unmatched_got.remove(found)
+            for row in unmatched_gold:
+                if unmatched_got:
+                    other = unmatched_got.pop(0)
+                    wrong.append({"table": table, "op": op, "expected": row, "actual": other})
+                else:
+                    missing.append({"table": table, "op": op, "expected": row})
+            extra.extend({"table": table, "op": op, "actual": r} for r in unmatched_got)
+        gold_changed = {
+            _canonical(field_of(c, "key")): c for c in field_of(gold_ops, "changed") or []
+        }
+        got_changed = {
+            _canonical(field_of(c, "key")): c for c in field_of(got_ops, "changed") or []
+        }
+        for key, change in gold_changed.items():
+            if key not in got_changed:
+                missing.append({"table": table, "op": "changed", "expected": change})
+            elif _canonical(field_of(change, "after")) != _canonical(
+                field_of(got_changed[key], "after")
+            ):
+                wrong.append(
+                    {
+                        "table": table,
+                        "op": "changed",
+                        "expected": change,
+                        "actual": got_changed[key],
+                    }
+                )
+        extra.extend(
+            {"table": table, "op": "changed", "actual": c}
+            for k, c in got_changed.items()
+            if k not in gold_changed
+        )
+    return {"missing": missing, "wrong": wrong, "extra": extra}
+
+
+def _write_steps(steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]) -> tuple[int, ...]:
+    """Steps where a write tool ran successfully: where the trajectory changed the state."""
+    return tuple(
+        _step_index(step, position)
+        for position, step in enumerate(steps)
+        if _reached_tool(step)
+        and not step.get("error_kind")
+        and tool_kinds.get(_tool_call(step)[0]) == "write"
+    )
+
+
+def _state_matches(trajectory: Any, task: Any) -> bool:
+    expected_hash = field_of(task, "expected_state_hash")
+    final_hash = field_of(trajectory, "final_state_hash")
+    return bool(expected_hash) and expected_hash == final_hash
+
+
+def detect_state_errors(
+    trajectory: Any, task: Any, steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]
+) -> list[ErrorLabel]:
+    expected = field_of(task, "expected_diff")
+    if expected is None or _state_matches(trajectory, task):
+        return []
+    actual = field_of(trajectory, "state_diff") or {}
+    comparison = compare_state_diffs(expected, actual)
+    evidence_steps = _write_steps(steps, tool_kinds)
+    labels = []
+    if comparison["missing"]:
+        tables = sorted({m["table"] for m in comparison["missing"]})
+        labels.append(
+            ErrorLabel(
+                MISSING_STATE_UPDATE,
+                evidence_steps,
+                f"{len(comparison['missing'])} of {_write_count(expected)} gold write(s) absent "
+                f"from the final state (tables: {', '.join(tables)})",
+                {"missing": comparison["missing"]},
+            )
+        )
+    if comparison["wrong"] or comparison["extra"]:
+        tables = sorted({m["table"] for m in comparison["wrong"] + comparison["extra"]})
+        labels.append(
+            ErrorLabel(
+                WRONG_STATE_UPDATE,
+                evidence_steps,
+                f"{len(comparison['wrong'])} write(s) with wrong values and "
+                f"{len(comparison['extra'])} write(s) the gold run never made "
+                f"(tables: {', '.join(tables)})",
+                {"wrong": comparison["wrong"], "extra": comparison["extra"]},
+            )
+        )
+    return labels
+
+
+def _answer_step(steps: list[Mapping[str, Any]]) -> int | None:
+    for position in range(len(steps) - 1, -1, -1):
+        step = steps[position]
+        if step.get("role") == "assistant" and not step.get("tool_call"):
+            return _step_index(step, position)
+    return _step_index(steps[-1], len(steps) - 1) if steps else None
+
+
+def detect_premature_answer(
+    trajectory: Any, task: Any, steps: list[Mapping[str, Any]]
+) -> ErrorLabel | None:
+    if field_of(trajectory, "finished_reason") != "answer":
+        return None
+    needed = required_tools(task)
+    if not needed:
+        return None
+    called = {_tool_call(s)[0] for s in steps if _reached_tool(s) and not s.get("error_kind")}
+    missing = [name for name in needed if name not in called]
+    if not missing:
+        return None
+    answer_step = _answer_step(steps)
+    return ErrorLabel(
+        PREMATURE_ANSWER,
+        (answer_step,) if answer_step is not None else (),
+        f"answered after using {len(needed) - len(missing)} of {len(needed)} required tools; "
+        f"never successfully called {', '.join(missing)}",
+        {"missing_tools": missing, "required_tools": needed},
+    )
+
+
+def detect_step_budget(trajectory: Any, steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+    if field_of(trajectory, "finished_reason") != "step_budget":
+        return None
+    calls = sum(1 for s in steps if s.get("tool_call"))
+    last = _step_index(steps[-1], len(steps) - 1) if steps else None
+    return ErrorLabel(
+        STEP_BUDGET_EXHAUSTED,
+        (last,) if last is not None else (),
+        f"step budget ran out after {len(steps)} steps ({calls} tool calls) without an answer",
+        {"steps": len(steps), "tool_calls": calls},
+    )
+
+
+def detect_wrong_answer(
+    trajectory: Any, task: Any, reward: RewardView, steps: list[Mapping[str, Any]]
+) -> ErrorLabel | None:
+    if field_of(trajectory, "finished_reason") != "answer":
+        return None
+    reference = field_of(task, "reference_answer")
+    if reference is None or reward.answer is None or reward.answer >= _FULL_SCORE:
+        return None
+    answer_step = _answer_step(steps)
+    given = field_of(trajectory, "final_answer")
+    reason = reward.reasons.get("answer", "")
+    return ErrorLabel(
+        WRONG_ANSWER,
+        (answer_step,) if answer_step is not None else (),
+        f"answer {str(given)[:80]!r} does not match reference {str(reference)[:80]!r} "
+        f"(answer score {reward.answer:.2f}{'; ' + reason if reason else ''})",
+        {"final_answer": given, "reference_answer": reference, "answer_score": reward.answer},
+    )
+
+
+def detect_format_error(
+    trajectory: Any, reward: RewardView, steps: list[Mapping[str, Any]]
+) -> ErrorLabel | None:
+    hits = [
+        _step_index(s, p)
+        for p, s in enumerate(steps)
+        if s.get("role") == "assistant" and s.get("error_kind") in _FORMAT_KINDS
+    ]
+    reasons = []
+    if field_of(trajectory, "finished_reason") == "format_error":
+        reasons.append("episode ended on malformed assistant output")
+        if not hits and steps:
+            hits.append(_step_index(steps[-1], len(steps) - 1))
+    elif hits:
+        reasons.append(f"{len(hits)} malformed assistant message(s)")
+    if reward.format is not None and reward.format < _FULL_SCORE:
+        detail = reward.reasons.get("format", "")
+        reasons.append(f"format score {reward.format:.2f}" + (f": {detail}" if detail else ""))
+    if not reasons:
+        return None
+    return ErrorLabel(FORMAT_ERROR, tuple(hits), "; ".join(reasons))
+
+
+def detect_repeated_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+    """The same tool with the same arguments at least LOOP_THRESHOLD times in a row."""
+    runs: list[tuple[str, list[int]]] = []
+    previous = None
+    for position, step in enumerate(steps):
+        call = _tool_call(step)
+        if call is None:
+            continue
+        signature = call[0] + _canonical(call[1])
+        if signature == previous:
+            runs[-1][1].append(_step_index(step, position))
+        else:
+            runs.append((call[0], [_step_index(step, position)]))
+        previous = signature
+    loops = [(name, indices) for name, indices in runs if len(indices) >= LOOP_THRESHOLD]
+    if not loops:
+        return None
+    return ErrorLabel(
+        REPEATED_CALL_LOOP,
+        tuple(i for _, indices in loops for i in indices),
+        "; ".join(
+            f"{name} called {len(idx)} times in a row with identical arguments"
+            for name, idx in loops
+        ),
+        {"loops": [{"tool": name, "steps": idx} for name, idx in loops]},
+    )
+
+
+def label_failure(
+    trajectory: Any, task: Any, reward: Any, tool_kinds: Mapping[str, str] | None = None
+) -> list[ErrorLabel]:
+    """All error labels the evidence supports for one episode, in taxonomy order.
+
+    ``tool_kinds`` (the manifest's ``{"tool": "read" | "write"}``) lets state labels point at
+    the write steps; without it they rest on the state diff alone.
+    """
+    steps = _steps(trajectory)
+    view = reward if isinstance(reward, RewardView) else read_reward(reward)
+    found: Iterable[ErrorLabel | None] = [
+        detect_invalid_tool_calls(steps),
+        detect_tool_errors(steps),
+        detect_wrong_arguments(steps, task),
+        *detect_state_errors(trajectory, task, steps, tool_kinds or {}),
+        detect_premature_answer(trajectory, task, steps),
+        detect_step_budget(trajectory, steps),
+        detect_wrong_answer(trajectory, task, view, steps),
+        detect_format_error(trajectory, view, steps),
+        detect_repeated_calls(steps),
+    ]
+    labels = [label for label in found if label is not None]
+    return sorted(labels, key=lambda label: ERROR_LABELS.index(label.kind))
