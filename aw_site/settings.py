@@ -123,6 +123,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # Artifacts: environment packages, checkpoints, exports.
 STORAGE_ROOT = Path(os.environ.get("AW_STORAGE_ROOT", VAR_DIR / "storage"))

@@ -1,0 +1,60 @@
+"""Celery jobs for the round steps: thin wrappers that run a step and advance the round."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arena import round_machine
+from arena.models import EvolutionRound, ExpansionProposal
+from arena.rounds import advance_round, fail_round
+from aw_site.jobs import JobContext, job
+from aw_site.models import Job
+
+
+def _run_step(ctx: JobContext, round_id: int, expected_state: str, step, event: str) -> dict[str, Any]:
+    evolution_round = EvolutionRound.objects.get(pk=round_id)
+    if evolution_round.status != expected_state:
+        # A redelivered job for a step that already finished: nothing to do.
+        return {"skipped": f"round {evolution_round.number} is {evolution_round.status}"}
+    try:
+        result = step(evolution_round, ctx) or {}
+    except Exception as exc:
+        fail_round(evolution_round, f"{type(exc).__name__}: {exc}")
+        raise
+    advance_round(evolution_round, result.pop("event", event))
+    return result
+
+
+@job("arena.evaluate", queue=Job.Queue.DEFAULT)
+def evaluate_round(ctx: JobContext, round: int) -> dict[str, Any]:
+    from arena.steps import evaluate
+
+    return _run_step(ctx, round, round_machine.EVALUATING, evaluate, round_machine.EVALUATED)
+
+
+@job("arena.diagnose", queue=Job.Queue.DEFAULT)
+def diagnose_round(ctx: JobContext, round: int) -> dict[str, Any]:
+    from arena.steps import diagnose
+
+    return _run_step(ctx, round, round_machine.DIAGNOSING, diagnose, round_machine.DIAGNOSED)
+
+
+@job("arena.expand", queue=Job.Queue.DEFAULT)
+def expand_round(ctx: JobContext, round: int) -> dict[str, Any]:
+    from arena.steps import expand
+
+    return _run_step(ctx, round, round_machine.EXPANDING, expand, round_machine.EXPANDED)
+
+
+@job("arena.train", queue=Job.Queue.GPU)
+def train_round(ctx: JobContext, round: int) -> dict[str, Any]:
+    from arena.steps import train
+
+    return _run_step(ctx, round, round_machine.TRAINING, train, round_machine.TRAINED)
+
+
+@job("arena.apply_proposal", queue=Job.Queue.DEFAULT)
+def apply_proposal_job(ctx: JobContext, proposal: int) -> dict[str, Any]:
+    from arena.steps import apply_proposal
+
+    return apply_proposal(ExpansionProposal.objects.get(pk=proposal), ctx)
