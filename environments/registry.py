@@ -1,0 +1,139 @@
+"""Recording published environment packages in the database (the catalogue's source of truth
+stays on disk; these rows make it searchable and reviewable)."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from environments.models import Category, Environment, Theme, Tool, ToolTest
+from environments.package import EnvironmentPackage, load_package
+
+
+def function_sources(source: str) -> dict[str, str]:
+    """Source text of each top-level function, by name (for showing a tool's code)."""
+    tree = ast.parse(source)
+    return {
+        node.name: ast.get_source_segment(source, node) or ""
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def database_size(state_path: Path) -> tuple[int, int]:
+    """(tables, rows) of a state database, read-only."""
+    with sqlite3.connect(f"file:{state_path}?mode=ro", uri=True) as db:
+        tables = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        rows = sum(db.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables)
+    return len(tables), rows
+
+
+def category_for(manifest: dict[str, Any]) -> Category | None:
+    category = manifest.get("category") or {}
+    if not category.get("primary"):
+        return None
+    return Category.ensure_path(category["primary"], category.get("secondary"), category.get("tertiary"))
+
+
+def tool_results(verification: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per-tool verification results, whichever report shape produced them."""
+    if not verification:
+        return {}
+    tools = verification.get("tools", verification)
+    if isinstance(tools, list):
+        return {item["name"]: item for item in tools if isinstance(item, dict) and "name" in item}
+    return {name: value for name, value in tools.items() if isinstance(value, dict)}
+
+
+@transaction.atomic
+def record_package(
+    package: EnvironmentPackage | str | Path,
+    *,
+    verification: dict[str, Any] | None = None,
+    theme: Theme | None = None,
+    parent: Environment | None = None,
+    user: Any = None,
+) -> Environment:
+    """Create the verified Environment row, its Tools and ToolTests for a published package."""
+    if not isinstance(package, EnvironmentPackage):
+        package = load_package(package)
+    existing = Environment.objects.filter(name=package.name, version=package.version).first()
+    if existing is not None:
+        if existing.content_hash != package.content_hash:
+            raise ValueError(f"{existing} is already recorded with different content; versions are immutable")
+        return existing
+    manifest = package.manifest
+    tables, rows = database_size(package.state_path)
+    environment = Environment.objects.create(
+        name=package.name,
+        version=package.version,
+        title=manifest.get("title", package.name),
+        description=manifest.get("description", ""),
+        theme=theme,
+        category=category_for(manifest),
+        status=Environment.Status.VERIFYING,
+        parent=parent,
+        package_path=str(package.path),
+        content_hash=package.content_hash,
+        manifest=manifest,
+        provenance=package.provenance,
+        verification_report=verification or {},
+        table_count=tables,
+        row_count=rows,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    sources = function_sources(package.tools_source)
+    test_sources = function_sources(package.tests_source)
+    results = tool_results(verification)
+    origins = manifest.get("tool_origins", {})
+    tools = []
+    for schema in package.tools:
+        name = schema["function"]["name"]
+        result = results.get(name, {})
+        tools.append(
+            Tool(
+                environment=environment,
+                name=name,
+                description=schema["function"].get("description", ""),
+                kind=package.tool_kind(name),
+                origin=origins.get(name, Tool.Origin.SCHEMA),
+                schema=schema,
+                source=sources.get(name, ""),
+                verified=bool(result.get("verified", True)),
+                test_accuracy=result.get("accuracy"),
+                verification=result,
+            )
+        )
+    Tool.objects.bulk_create(tools)
+    by_name = {tool.name: tool for tool in environment.tools.all()}
+    failed_tests = {
+        error.split(":", 1)[0].strip()
+        for result in results.values()
+        for error in result.get("errors", [])
+        if isinstance(error, str)
+    }
+    tests = [
+        ToolTest(
+            tool=by_name[tool_name],
+            name=test_name,
+            source=test_sources.get(test_name, ""),
+            passed=test_name not in failed_tests if results else None,
+        )
+        for tool_name, test_names in package.tool_tests.items()
+        if tool_name in by_name
+        for test_name in test_names
+    ]
+    ToolTest.objects.bulk_create(tests)
+    environment.tool_count = len(tools)
+    environment.save(update_fields=["tool_count"])
+    environment.transition(Environment.Status.VERIFIED)
+    return environment
