@@ -1,0 +1,320 @@
+"""One environment package on disk: load it (validating every part) and publish a new one.
+
+The layout and the manifest fields are fixed by docs/contracts.md. Loading never imports the
+package's Python files: tools.py and tool_tests.py are untrusted code that only ever runs in a
+sandbox worker, so here they are parsed with `ast` only.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PACKAGE_FILES = ("manifest.json", "state.sqlite", "tools.py", "tool_tests.py", "provenance.json")
+MANIFEST_KEYS = ("name", "version", "title", "description", "category", "tools", "tool_kinds")
+CATEGORY_LEVELS = ("primary", "secondary", "tertiary")
+TOOL_KINDS = ("read", "write")
+PROVENANCE_KEYS = ("table", "source", "kind", "detail")
+
+
+class PackageError(ValueError):
+    """The package on disk does not follow the contract; the message names the broken part."""
+
+
+@dataclass(frozen=True)
+class EnvironmentPackage:
+    """A validated environment version. Immutable: a change makes a new version."""
+
+    path: Path
+    manifest: dict[str, Any]
+    tools_source: str
+    tests_source: str
+    provenance: list[dict[str, Any]]
+    content_hash: str
+    tool_tests: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.manifest["name"]
+
+    @property
+    def version(self) -> int:
+        return self.manifest["version"]
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / "state.sqlite"
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI-style tool schemas, in manifest order."""
+        return self.manifest["tools"]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [tool["function"]["name"] for tool in self.tools]
+
+    def tool_schema(self, name: str) -> dict[str, Any] | None:
+        """The JSON schema of a tool's parameters, or None when the tool does not exist."""
+        for tool in self.tools:
+            if tool["function"]["name"] == name:
+                return tool["function"]["parameters"]
+        return None
+
+    def tool_kind(self, name: str) -> str:
+        return self.manifest["tool_kinds"].get(name, "read")
+
+
+def load_package(path: str | os.PathLike[str]) -> EnvironmentPackage:
+    """Read and validate a package directory; raise PackageError naming what is malformed."""
+    root = Path(path)
+    if not root.is_dir():
+        raise PackageError(f"package directory {root} does not exist")
+    for filename in PACKAGE_FILES:
+        if not (root / filename).is_file():
+            raise PackageError(f"{root}: missing file {filename}")
+
+    manifest = _read_json(root / "manifest.json")
+    provenance = _read_json(root / "provenance.json")
+    tools_source = _read_text(root / "tools.py")
+    tests_source = _read_text(root / "tool_tests.py")
+
+    _check_manifest(manifest)
+    tool_functions = _top_level_functions(tools_source, "tools.py")
+    for name in manifest["tool_kinds"]:
+        if name not in {t["function"]["name"] for t in manifest["tools"]}:
+            raise PackageError(f"manifest.json: tool_kinds names {name!r}, which is not a tool")
+    for tool in manifest["tools"]:
+        name = tool["function"]["name"]
+        if name not in tool_functions:
+            raise PackageError(f"tools.py: tool {name!r} from manifest.json has no function")
+        if not tool_functions[name]:
+            raise PackageError(f"tools.py: function {name!r} must take `db` as first parameter")
+    tool_tests = _tool_tests(tests_source, set(tool_functions))
+    _check_state(root / "state.sqlite", manifest.get("tables"))
+    _check_provenance(provenance)
+
+    return EnvironmentPackage(
+        path=root.resolve(),
+        manifest=manifest,
+        tools_source=tools_source,
+        tests_source=tests_source,
+        provenance=provenance,
+        content_hash=content_hash(root),
+        tool_tests=tool_tests,
+    )
+
+
+def content_hash(path: str | os.PathLike[str]) -> str:
+    """sha256 over every file of the package (relative names and bytes), in sorted order."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def write_package(
+    root: str | os.PathLike[str],
+    manifest: dict[str, Any],
+    state_db_path: str | os.PathLike[str],
+    tools_source: str,
+    tests_source: str,
+    provenance: list[dict[str, Any]],
+) -> Path:
+    """Publish a package at <root>/<name>/v<version>/ and return that path.
+
+    The files are written to a temporary sibling directory, validated with load_package, then
+    renamed into place, so a reader never sees a half-written version. An existing version is
+    never overwritten (versions are immutable).
+    """
+    _check_manifest(manifest)
+    target = Path(root) / manifest["name"] / f"v{manifest['version']}"
+    if target.exists():
+        raise PackageError(f"{target} already exists; versions are immutable")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".v{manifest['version']}-", dir=target.parent))
+    try:
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+        (staging / "provenance.json").write_text(
+            json.dumps(provenance, indent=2, ensure_ascii=False)
+        )
+        (staging / "tools.py").write_text(tools_source)
+        (staging / "tool_tests.py").write_text(tests_source)
+        _copy_database(Path(state_db_path), staging / "state.sqlite")
+        load_package(staging)
+        os.chmod(staging, 0o755)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """Copy with the sqlite backup API so a WAL or a live connection still gives a whole db."""
+    if not source.is_file():
+        raise PackageError(f"state database {source} does not exist")
+    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as src:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PackageError(f"{path.name}: not UTF-8 text ({exc})") from exc
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise PackageError(f"{path.name}: invalid JSON ({exc})") from exc
+
+
+def _check_manifest(manifest: Any) -> None:
+    if not isinstance(manifest, dict):
+        raise PackageError("manifest.json: must be a JSON object")
+    for key in MANIFEST_KEYS:
+        if key not in manifest:
+            raise PackageError(f"manifest.json: missing key {key!r}")
+    name = manifest["name"]
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise PackageError(f"manifest.json: name {name!r} must be letters, digits, '_' or '-'")
+    if not isinstance(manifest["version"], int) or manifest["version"] < 1:
+        raise PackageError("manifest.json: version must be a positive integer")
+    category = manifest["category"]
+    if not isinstance(category, dict) or any(
+        not isinstance(category.get(level), str) for level in CATEGORY_LEVELS
+    ):
+        raise PackageError("manifest.json: category needs string primary, secondary, tertiary")
+    tools = manifest["tools"]
+    if not isinstance(tools, list) or not tools:
+        raise PackageError("manifest.json: tools must be a non-empty list")
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        _check_tool_schema(tool, index)
+        tool_name = tool["function"]["name"]
+        if tool_name in seen:
+            raise PackageError(f"manifest.json: tool {tool_name!r} is declared twice")
+        seen.add(tool_name)
+    kinds = manifest["tool_kinds"]
+    if not isinstance(kinds, dict):
+        raise PackageError("manifest.json: tool_kinds must be an object")
+    for tool_name, kind in kinds.items():
+        if kind not in TOOL_KINDS:
+            raise PackageError(f"manifest.json: tool_kinds[{tool_name!r}] must be read or write")
+    tables = manifest.get("tables", {})
+    if not isinstance(tables, dict):
+        raise PackageError("manifest.json: tables must be an object")
+
+
+def _check_tool_schema(tool: Any, index: int) -> None:
+    where = f"manifest.json: tools[{index}]"
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise PackageError(f'{where}: must be {{"type": "function", "function": {{...}}}}')
+    function = tool.get("function")
+    if not isinstance(function, dict):
+        raise PackageError(f"{where}: missing the function object")
+    name = function.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise PackageError(f"{where}: name {name!r} must be a public Python identifier")
+    where = f"manifest.json: tool {name!r}"
+    if not isinstance(function.get("description"), str):
+        raise PackageError(f"{where}: description must be a string")
+    schema = function.get("parameters")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise PackageError(f'{where}: parameters must be a JSON schema with "type": "object"')
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or any(
+        not isinstance(prop, dict) for prop in properties.values()
+    ):
+        raise PackageError(f"{where}: parameters.properties must map names to schema objects")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or any(r not in properties for r in required):
+        raise PackageError(f"{where}: parameters.required must list declared properties")
+    try:
+        from jsonschema.validators import validator_for
+
+        validator_for(schema).check_schema(schema)
+    except ImportError:  # pragma: no cover - jsonschema is a project dependency
+        pass
+    except Exception as exc:  # jsonschema.SchemaError
+        raise PackageError(f"{where}: parameters is not a valid JSON schema ({exc})") from exc
+
+
+def _parse(source: str, filename: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise PackageError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}") from exc
+
+
+def _top_level_functions(source: str, filename: str) -> dict[str, bool]:
+    """Top-level function names -> whether the first parameter is `db`."""
+    functions = {}
+    for node in _parse(source, filename).body:
+        if isinstance(node, ast.FunctionDef):
+            params = node.args.posonlyargs + node.args.args
+            functions[node.name] = bool(params) and params[0].arg == "db"
+    return functions
+
+
+def _tool_tests(source: str, tool_names: set[str]) -> dict[str, list[str]]:
+    """Map tool name -> its test function names (`test_<tool>__<case>(call)`)."""
+    tests: dict[str, list[str]] = {}
+    for node in _parse(source, "tool_tests.py").body:
+        if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+            continue
+        tool, sep, case = node.name[len("test_") :].partition("__")
+        if not sep or not case:
+            raise PackageError(f"tool_tests.py: {node.name} must be named test_<tool>__<case>")
+        if tool not in tool_names:
+            raise PackageError(f"tool_tests.py: {node.name} tests unknown tool {tool!r}")
+        tests.setdefault(tool, []).append(node.name)
+    return tests
+
+
+def _check_state(path: Path, tables: dict[str, Any] | None) -> None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                )
+            }
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise PackageError(f"state.sqlite: not a readable SQLite database ({exc})") from exc
+    if not names:
+        raise PackageError("state.sqlite: has no tables")
+    for table in tables or {}:
+        if table not in names:
+            raise PackageError(f"manifest.json: table {table!r} is not in state.sqlite")
+
+
+def _check_provenance(provenance: Any) -> None:
+    if not isinstance(provenance, list):
+        raise PackageError("provenance.json: must be a list of sources")
+    for index, entry in enumerate(provenance):
+        if not isinstance(entry, dict) or any(key not in entry for key in PROVENANCE_KEYS):
+            raise PackageError(
+                f"provenance.json: entry {index} needs keys {', '.join(PROVENANCE_KEYS)}"
+            )

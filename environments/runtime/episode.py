@@ -1,0 +1,151 @@
+"""An episode: one isolated run of an environment, with its own copy of the state.
+
+`SandboxPool.start_episode` creates it. Every tool call is checked here (known tool, arguments
+valid for its JSON schema), then crosses into the sandbox worker through `SandboxPool.send`.
+The episode keeps a journal of its successful calls so the pool can rebuild its state on a
+fresh worker if its worker is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from environments.package import EnvironmentPackage
+    from environments.runtime.pool import SandboxPool, WorkerSlot
+
+ERROR_KINDS = (
+    "unknown_tool",
+    "invalid_arguments",
+    "tool_error",
+    "timeout",
+    "resource_limit",
+    "sandbox_violation",
+    "output_too_large",
+    "worker_lost",
+)
+
+
+@dataclass
+class ToolCallResult:
+    """What one tool call did: the result, or the error and its kind (see ERROR_KINDS)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ProgramResult:
+    """What `Episode.run_program` returned: entry's value or the error, and the tool calls."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+    duration_ms: float = 0.0
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    stdout: str = ""
+
+
+class EpisodeClosed(RuntimeError):
+    pass
+
+
+class Episode:
+    def __init__(
+        self, pool: SandboxPool, package: EnvironmentPackage, episode_id: str, slot: WorkerSlot
+    ) -> None:
+        self.pool = pool
+        self.package = package
+        self.id = episode_id
+        self.slot = slot
+        self.journal: list[tuple[str, dict[str, Any]]] = []  # successful calls, for replay
+        self.lost_reason: str | None = None
+        self.closed = False
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> ToolCallResult:
+        """Run one tool in the sandbox on this episode's state. Never raises for tool failures."""
+        arguments = {} if arguments is None else arguments
+        started = time.perf_counter()
+
+        def failed(error: str, kind: str) -> ToolCallResult:
+            elapsed = (time.perf_counter() - started) * 1000
+            return ToolCallResult(name, arguments, False, None, error, kind, elapsed)
+
+        self._check_open()
+        if self.lost_reason:
+            return failed(self.lost_reason, "worker_lost")
+        if self.package.tool_schema(name) is None:
+            return failed(
+                f"unknown tool {name!r}; tools: {self.package.tool_names}", "unknown_tool"
+            )
+        problem = self.pool.argument_problem(self.package, name, arguments)
+        if problem:
+            return failed(f"invalid arguments for {name}: {problem}", "invalid_arguments")
+
+        timeout = self.pool.call_timeout if timeout is None else timeout
+        request = {"op": "call", "episode": self.id, "tool": name, "args": arguments}
+        reply = self.pool.send(self, request, timeout)  # crosses into the sandbox worker
+        elapsed = (time.perf_counter() - started) * 1000
+        if reply["ok"]:
+            self.journal.append((name, arguments))
+            return ToolCallResult(name, arguments, True, reply["result"], None, None, elapsed)
+        return ToolCallResult(
+            name, arguments, False, None, reply["error"], reply["error_kind"], elapsed
+        )
+
+    def run_program(
+        self, source: str, entry: str = "solve", timeout: float | None = None
+    ) -> ProgramResult:
+        """Run untrusted Python in the sandbox: `entry(call)`, where `call(name, **kwargs)`
+        invokes this episode's tools and raises on a tool error. Same limits as tool calls."""
+        return self.pool.run_program(self, source, entry, timeout)
+
+    def state_hash(self) -> str:
+        """Canonical, order-independent sha256 of this episode's tables."""
+        return self._query("hash")
+
+    def state_diff(self) -> dict[str, dict[str, list[Any]]]:
+        """Row-level changes since the episode started (made in the worker, see state.py)."""
+        return self._query("diff")
+
+    def reset(self) -> None:
+        """Back to the package's initial state, on the same worker."""
+        self._check_open()
+        self.pool.restart_episode(self)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.pool.close_episode(self)
+
+    def __enter__(self) -> Episode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _query(self, op: str) -> Any:
+        self._check_open()
+        if self.lost_reason:
+            raise EpisodeClosed(f"episode {self.id} was lost: {self.lost_reason}")
+        reply = self.pool.send(self, {"op": op, "episode": self.id}, self.pool.program_timeout)
+        if not reply["ok"]:
+            raise RuntimeError(f"{op} failed: {reply['error']}")
+        return reply["result"]
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EpisodeClosed(f"episode {self.id} is closed")
