@@ -103,7 +103,8 @@ else:
 DATABASES["default"].setdefault("TEST", {})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, so a real Celery worker process can share the test database.
-    DATABASES["default"]["TEST"]["NAME"] = str(VAR_DIR / "test_agent_world.sqlite3")
+    # One file per test process, so parallel test runs never share it.
+    DATABASES["default"]["TEST"]["NAME"] = str(VAR_DIR / f"test_agent_world_{os.getpid()}.sqlite3")
 if os.environ.get("AW_TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"]["NAME"] = os.environ["AW_TEST_DATABASE_NAME"]
 

@@ -25,7 +25,7 @@ def redis_available(url: str = TEST_BROKER_URL) -> bool:
         return False
 
 
-def test_database_url() -> str:
+def shared_database_url() -> str:
     """The URL of the database the test run uses, for the worker process to share."""
     settings_dict = connection.settings_dict
     if settings_dict["ENGINE"].endswith("sqlite3"):
@@ -86,7 +86,7 @@ def celery_worker(tmp_path: Path, queues: str = "default,sandbox,gpu", extra_env
     redis.Redis.from_url(TEST_BROKER_URL).flushdb()
     env = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": shared_database_url(),
         "CELERY_BROKER_URL": TEST_BROKER_URL,
         "CELERY_RESULT_BACKEND": TEST_BROKER_URL,
         "AW_STORAGE_ROOT": str(settings.STORAGE_ROOT),
