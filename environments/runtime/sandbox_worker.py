@@ -182,7 +182,7 @@ class Worker:
         made_calls: list[list[Any]] = []
         stdout = _BoundedText(self.config["max_output_bytes"])
 
-        def call(name: str, **kwargs: Any) -> Any:
+        def call(name: str, /, **kwargs: Any) -> Any:
             result = self._invoke(episode, name, kwargs)
             made_calls.append([name, kwargs])
             return json.loads(result)

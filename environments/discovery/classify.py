@@ -1,0 +1,101 @@
+"""Classify a theme into the taxonomy: (primary, secondary, tertiary).
+
+Offline: keyword scoring of the theme's name, title, description and tool names against each
+secondary category's keywords (title words count double). With an LLM configured
+(aw_site.llm), the LLM picks among the same categories; an unusable answer falls back offline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .taxonomy import TAXONOMY, is_valid, primary_of
+from .themes import tokens
+
+FALLBACK = ("Reference & Standards", "Encyclopedic Data")
+
+
+@dataclass(frozen=True)
+class Classification:
+    primary: str
+    secondary: str
+    tertiary: str
+    score: float
+    method: str  # keywords | llm | fallback
+
+    def as_category(self) -> dict:
+        return {"primary": self.primary, "secondary": self.secondary, "tertiary": self.tertiary}
+
+
+def _stem(word: str) -> str:
+    return word.rstrip("s") if len(word) > 3 else word
+
+
+def tertiary_topic(theme: dict) -> str:
+    """A free-form topic: the theme's title, tidied."""
+    title = (theme.get("title") or theme.get("name") or "General").replace("_", " ").strip()
+    for suffix in (" MCP Server", " MCP server", " API", " Server", " Service"):
+        if title.endswith(suffix):
+            title = title[: -len(suffix)]
+    return title[:80] or "General"
+
+
+def classify_offline(theme: dict) -> Classification:
+    """Deterministic keyword scoring; ties break by taxonomy order."""
+    title_words = tokens(f"{theme.get('title', '')} {theme.get('name', '')}".replace("_", " "))
+    body = f"{theme.get('description', '')} " + " ".join(
+        f"{t.get('name', '').replace('_', ' ')} {t.get('description', '')}"
+        for t in theme.get("tools", [])
+    )
+    body_words = tokens(body)
+    best = (0.0, FALLBACK[1])
+    for primary in TAXONOMY:
+        for secondary in primary.secondaries:
+            keys = {_stem(k.lower()) for k in secondary.keywords}
+            score = 2.0 * len(keys & title_words) + 1.0 * len(keys & body_words)
+            if score > best[0]:
+                best = (score, secondary.name)
+    score, secondary = best
+    method = "keywords" if score > 0 else "fallback"
+    return Classification(primary_of(secondary), secondary, tertiary_topic(theme), score, method)
+
+
+def classify_with_llm(theme: dict, settings) -> Classification:
+    """Ask the LLM to choose; fall back to keywords when it fails or answers off-taxonomy."""
+    from aw_site.llm import LLMError, complete_json
+
+    options = {p.name: [s.name for s in p.secondaries] for p in TAXONOMY}
+    messages = [
+        {
+            "role": "system",
+            "content": "You classify tool-environment themes into a fixed "
+            'taxonomy. Answer only JSON: {"primary": ..., "secondary": ..., "tertiary": ...}.',
+        },
+        {
+            "role": "user",
+            "content": "Taxonomy (primary -> secondaries):\n"
+            + json.dumps(options, indent=1)
+            + "\n\nTheme:\n"
+            + json.dumps({k: theme.get(k) for k in ("name", "title", "description")})
+            + "\nTools: "
+            + ", ".join(t.get("name", "") for t in theme.get("tools", [])[:30]),
+        },
+    ]
+    try:
+        answer = complete_json(settings, messages)
+    except LLMError:
+        return classify_offline(theme)
+    if not isinstance(answer, dict) or not is_valid(
+        answer.get("primary", ""), answer.get("secondary", "")
+    ):
+        return classify_offline(theme)
+    tertiary = str(answer.get("tertiary") or tertiary_topic(theme))[:80]
+    return Classification(answer["primary"], answer["secondary"], tertiary, 1.0, "llm")
+
+
+def classify_theme(theme: dict, settings=None) -> Classification:
+    """LLM when settings are given (see aw_site.llm.llm_settings), keywords otherwise."""
+    if settings is None:
+        return classify_offline(theme)
+    return classify_with_llm(theme, settings)

@@ -1,0 +1,142 @@
+"""What a mined SQLite database looks like, read back from SQLite itself.
+
+The tool generator, complexifier and task code all work from this description, so a database
+that came from a SQL dump is handled exactly like one built from CSV files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sources.base import PROVENANCE_TABLE, singular
+
+LOW_CARDINALITY = 40
+
+
+@dataclass
+class Column:
+    name: str
+    kind: str  # integer | real | boolean | date | datetime | text
+    not_null: bool
+    default: object = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("integer", "real")
+
+    @property
+    def ordered(self) -> bool:
+        return self.kind in ("integer", "real", "date", "datetime")
+
+
+@dataclass
+class Table:
+    name: str
+    columns: list[Column]
+    primary_key: str  # "" for composite keys
+    integer_key: bool
+    foreign_keys: dict[str, tuple[str, str]] = field(default_factory=dict)
+    children: list[tuple[str, str]] = field(default_factory=list)  # (child table, child column)
+    unique: set[str] = field(default_factory=set)
+    row_count: int = 0
+    distinct: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def entity(self) -> str:
+        return singular(self.name)
+
+    @property
+    def entities(self) -> str:
+        return plural(self.entity)
+
+    def column(self, name: str) -> Column:
+        return next(c for c in self.columns if c.name == name)
+
+    def group_columns(self) -> list[str]:
+        """Columns with few distinct values: good GROUP BY candidates."""
+        return [
+            c.name
+            for c in self.columns
+            if c.name != self.primary_key
+            and c.kind in ("text", "integer", "boolean")
+            and 1 < self.distinct.get(c.name, 0) <= LOW_CARDINALITY
+        ]
+
+
+def plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def column_kind(declared: str) -> str:
+    text = (declared or "").upper()
+    if "BOOL" in text:
+        return "boolean"
+    if "DATETIME" in text or "TIMESTAMP" in text:
+        return "datetime"
+    if "DATE" in text:
+        return "date"
+    if "INT" in text:
+        return "integer"
+    if any(t in text for t in ("REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")):
+        return "real"
+    return "text"
+
+
+def read_schema(db_path: Path | str) -> dict[str, Table]:
+    """Tables of a database (the provenance table excluded), with keys, links and statistics."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return read_schema_conn(conn)
+    finally:
+        conn.close()
+
+
+def read_schema_conn(conn: sqlite3.Connection) -> dict[str, Table]:
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name"
+        )
+        if r[0] != PROVENANCE_TABLE
+    ]
+    tables: dict[str, Table] = {}
+    for name in names:
+        info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+        pk_cols = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+        columns = [
+            Column(r[1], column_kind(r[2]), bool(r[3]) or r[1] in pk_cols, r[4]) for r in info
+        ]
+        pk = pk_cols[0] if len(pk_cols) == 1 else ""
+        integer_key = (
+            bool(pk) and (next(r[2] for r in info if r[1] == pk) or "").upper() == "INTEGER"
+        )
+        table = Table(name, columns, pk, integer_key)
+        for fk in conn.execute(f'PRAGMA foreign_key_list("{name}")').fetchall():
+            table.foreign_keys[fk[3]] = (fk[2], fk[4] or "")
+        for index in conn.execute(f'PRAGMA index_list("{name}")').fetchall():
+            if index[2]:
+                cols = [r[2] for r in conn.execute(f'PRAGMA index_info("{index[1]}")')]
+                if len(cols) == 1:
+                    table.unique.add(cols[0])
+        if pk:
+            table.unique.add(pk)
+        table.row_count = conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0]
+        for column in columns:
+            table.distinct[column.name] = conn.execute(
+                f'SELECT COUNT(DISTINCT "{column.name}") FROM "{name}"'
+            ).fetchone()[0]
+        tables[name] = table
+    for table in tables.values():
+        for column, (ref_table, ref_column) in list(table.foreign_keys.items()):
+            if ref_table in tables:
+                if not ref_column:
+                    table.foreign_keys[column] = (ref_table, tables[ref_table].primary_key)
+                tables[ref_table].children.append((table.name, column))
+    return tables

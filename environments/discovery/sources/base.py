@@ -1,0 +1,359 @@
+"""One mined SQLite database, built in a temp file and renamed into place only on success.
+
+Every source adapter (CSV, JSON, SQL, HTML, Python data packages) feeds rows into a
+`DatabaseBuilder`. It infers column types and primary keys per table, infers foreign keys across
+tables (by column name and value containment), records provenance for every table, checks
+`PRAGMA foreign_key_check`, and only then renames the file into place: a malformed input leaves
+nothing half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROVENANCE_TABLE = "aw_provenance"
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INT = re.compile(r"^[+-]?(0|[1-9][0-9]*)$")
+_REAL = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_KEY_NAMES = ("id", "code", "key", "symbol", "iso", "slug", "uuid")
+_REQUIRED_NAMES = ("name", "title", "label", "code", "symbol")
+
+
+class SourceError(ValueError):
+    """A source could not be ingested; the message says which input and why."""
+
+
+@dataclass
+class Provenance:
+    table: str
+    source: str
+    kind: str
+    detail: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass
+class TableSpec:
+    """What the builder inferred about one table before it is written."""
+
+    name: str
+    columns: list[str]
+    types: dict[str, str]
+    primary_key: str
+    not_null: set[str] = field(default_factory=set)
+    foreign_keys: dict[str, tuple[str, str]] = field(default_factory=dict)
+    declared: bool = False  # created by SQL: its declared keys are kept as they are
+
+
+def sql_name(raw: str) -> str:
+    """A safe SQL identifier from any header or key ("Unit Price ($)" -> "unit_price")."""
+    name = re.sub(r"[^0-9A-Za-z]+", "_", str(raw).strip()).strip("_").lower()
+    if not name:
+        name = "column"
+    if name[0].isdigit():
+        name = f"c_{name}"
+    return name
+
+
+def singular(word: str) -> str:
+    if word in ("species", "series", "news", "data") or word.endswith(("us", "is", "ss")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def infer_type(values: Iterable[Any]) -> str:
+    """SQLite declared type for a column: INTEGER, REAL, BOOLEAN, DATE, DATETIME or TEXT."""
+    seen: set[str] = set()
+    for value in values:
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool):
+            seen.add("BOOLEAN")
+        elif isinstance(value, int):
+            seen.add("INTEGER")
+        elif isinstance(value, float):
+            seen.add("REAL")
+        elif isinstance(value, str):
+            text = value.strip()
+            if _INT.match(text) and len(text) < 18:
+                seen.add("INTEGER")
+            elif _REAL.match(text) and ("." in text or "e" in text.lower()):
+                seen.add("REAL")
+            elif _DATE.match(text):
+                seen.add("DATE")
+            elif _DATETIME.match(text):
+                seen.add("DATETIME")
+            else:
+                return "TEXT"
+        else:
+            return "TEXT"
+    if not seen:
+        return "TEXT"
+    if len(seen) == 1:
+        return seen.pop()
+    if seen <= {"INTEGER", "REAL"}:
+        return "REAL"
+    if seen <= {"DATE", "DATETIME"}:
+        return "DATETIME"
+    return "TEXT"
+
+
+def convert(value: Any, declared: str) -> Any:
+    """A value in the Python type matching its column's declared type (None for blanks)."""
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return None
+    if declared == "INTEGER":
+        return int(value) if not isinstance(value, str) else int(value.strip())
+    if declared == "REAL":
+        return float(value)
+    if declared == "BOOLEAN":
+        if isinstance(value, str):
+            return 1 if value.strip().lower() in ("1", "true", "yes", "y", "t") else 0
+        return 1 if value else 0
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, str):
+        return value.strip()
+    return str(value)
+
+
+def _pick_primary_key(table: str, columns: list[str], rows: list[dict], types: dict) -> str | None:
+    stem = singular(table)
+    preferred = ["id", f"{table}_id", f"{stem}_id", f"{stem}_code", "code", f"{stem}_key"]
+    ordered = [c for c in preferred if c in columns]
+    ordered += [c for c in columns if c not in ordered and c.endswith(_KEY_NAMES)]
+    ordered += [c for c in columns if c not in ordered and _code_like(rows, c)]
+    ordered += [c for c in columns if c not in ordered and c in ("name", "symbol", "title")]
+    for column in ordered:
+        if types.get(column) in ("REAL", "BOOLEAN"):
+            continue
+        values = [row.get(column) for row in rows]
+        if all(v is not None for v in values) and len(set(values)) == len(values):
+            return column
+    return None
+
+
+def _code_like(rows: list[dict], column: str) -> bool:
+    """Short identifiers without spaces (ISO codes, tickers): natural keys."""
+    values = [row.get(column) for row in rows]
+    return all(isinstance(v, str) and 0 < len(v) <= 12 and " " not in v for v in values)
+
+
+class DatabaseBuilder:
+    """Collects tables into a temp SQLite file; `finish()` renames it to `target` atomically."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = Path(target)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.temp_path = self.target.with_name(f".{self.target.name}.{uuid.uuid4().hex}.tmp")
+        self.conn = sqlite3.connect(self.temp_path)
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        self.tables: dict[str, TableSpec] = {}
+        self.provenance: list[Provenance] = []
+        self._finished = False
+
+    def __enter__(self) -> DatabaseBuilder:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None or not self._finished:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop the temp file: nothing half-written is left behind."""
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{self.temp_path}{suffix}").unlink(missing_ok=True)
+
+    def add_provenance(self, table: str, source: str, kind: str, detail: str) -> None:
+        self.provenance.append(Provenance(table, source, kind, detail))
+
+    def add_table(
+        self,
+        name: str,
+        rows: list[dict[str, Any]],
+        *,
+        source: str,
+        kind: str,
+        detail: str = "",
+        primary_key: str | None = None,
+        types: dict[str, str] | None = None,
+        avoid_key: tuple[str, ...] = (),
+    ) -> TableSpec:
+        """Write one table of real rows (dicts) with inferred types and primary key."""
+        table = sql_name(name)
+        if table in self.tables:
+            raise SourceError(f"table {table!r} is defined twice (from {source})")
+        if not rows:
+            raise SourceError(f"{source}: table {table!r} has no rows")
+        columns: list[str] = []
+        clean_rows: list[dict[str, Any]] = []
+        for row in rows:
+            clean: dict[str, Any] = {}
+            for key, value in row.items():
+                column = sql_name(key)
+                if column not in columns:
+                    columns.append(column)
+                clean[column] = value
+            clean_rows.append(clean)
+        inferred = {c: infer_type(r.get(c) for r in clean_rows) for c in columns}
+        inferred.update({sql_name(k): v for k, v in (types or {}).items()})
+        for row in clean_rows:
+            for column in columns:
+                try:
+                    row[column] = convert(row.get(column), inferred[column])
+                except (TypeError, ValueError) as exc:
+                    raise SourceError(
+                        f"{source}: {table}.{column}: bad value {row.get(column)!r}"
+                    ) from exc
+        pk = sql_name(primary_key) if primary_key else None
+        if pk is None:
+            candidates = [c for c in columns if c not in avoid_key]
+            pk = _pick_primary_key(table, candidates, clean_rows, inferred)
+        elif any(r.get(pk) is None for r in clean_rows) or len(
+            {r.get(pk) for r in clean_rows}
+        ) != len(clean_rows):
+            raise SourceError(f"{source}: primary key {table}.{pk} is not unique and non-null")
+        if pk is None:
+            pk = "id" if "id" not in columns else f"{table}_rowid"
+            columns.insert(0, pk)
+            inferred[pk] = "INTEGER"
+            for index, row in enumerate(clean_rows, start=1):
+                row[pk] = index
+            detail = f"{detail}; surrogate key {pk}".strip("; ")
+        not_null = {pk}
+        for column in columns:
+            if column in _REQUIRED_NAMES and all(r.get(column) is not None for r in clean_rows):
+                not_null.add(column)
+        spec = TableSpec(table, columns, inferred, pk, not_null)
+        self._create(spec)
+        placeholders = ", ".join("?" for _ in columns)
+        self.conn.executemany(
+            f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})',
+            [tuple(r.get(c) for c in columns) for r in clean_rows],
+        )
+        self.tables[table] = spec
+        self.add_provenance(table, source, kind, detail or f"{len(clean_rows)} rows")
+        return spec
+
+    def _create(self, spec: TableSpec, name: str | None = None) -> None:
+        parts = []
+        for column in spec.columns:
+            text = f'"{column}" {spec.types[column]}'
+            if column == spec.primary_key:
+                text += " PRIMARY KEY"
+            if column in spec.not_null:
+                text += " NOT NULL"
+            parts.append(text)
+        for column, (ref_table, ref_column) in spec.foreign_keys.items():
+            parts.append(f'FOREIGN KEY ("{column}") REFERENCES "{ref_table}" ("{ref_column}")')
+        self.conn.execute(f'CREATE TABLE "{name or spec.name}" ({", ".join(parts)})')
+
+    def declare_foreign_key(self, table: str, column: str, ref_table: str, ref_column: str) -> None:
+        self.tables[table].foreign_keys[column] = (ref_table, ref_column)
+
+    def infer_foreign_keys(self) -> None:
+        """Link columns to other tables' keys when the name fits and every value is contained."""
+        pk_values: dict[str, set] = {}
+        for spec in self.tables.values():
+            if not spec.primary_key:
+                continue
+            rows = self.conn.execute(f'SELECT "{spec.primary_key}" FROM "{spec.name}"').fetchall()
+            pk_values[spec.name] = {r[0] for r in rows}
+        for spec in self.tables.values():
+            if spec.declared:
+                continue
+            for column in spec.columns:
+                if column == spec.primary_key or column in spec.foreign_keys:
+                    continue
+                for other in self.tables.values():
+                    if other.name == spec.name or not other.primary_key:
+                        continue
+                    if not _name_suggests_reference(column, other):
+                        continue
+                    if spec.types[column] != other.types[other.primary_key]:
+                        continue
+                    rows = self.conn.execute(
+                        f'SELECT DISTINCT "{column}" FROM "{spec.name}" WHERE "{column}" IS NOT NULL'
+                    ).fetchall()
+                    values = {r[0] for r in rows}
+                    if values and values <= pk_values[other.name]:
+                        spec.foreign_keys[column] = (other.name, other.primary_key)
+                        break
+
+    def finish(self) -> Path:
+        """Declare foreign keys, check them, store provenance, rename into place."""
+        try:
+            self.infer_foreign_keys()
+            for spec in self.tables.values():
+                if spec.foreign_keys and not spec.declared:
+                    self._rebuild(spec)
+            problems = self.conn.execute("PRAGMA foreign_key_check").fetchall()
+            if problems:
+                raise SourceError(f"foreign key check failed: {problems[:5]}")
+            self.conn.execute(
+                f"CREATE TABLE {PROVENANCE_TABLE} "
+                "(id INTEGER PRIMARY KEY, tbl TEXT, source TEXT, kind TEXT, detail TEXT)"
+            )
+            self.conn.executemany(
+                f"INSERT INTO {PROVENANCE_TABLE} (tbl, source, kind, detail) VALUES (?, ?, ?, ?)",
+                [(p.table, p.source, p.kind, p.detail) for p in self.provenance],
+            )
+            self.conn.commit()
+            self.conn.close()
+            os.replace(self.temp_path, self.target)
+            self._finished = True
+            return self.target
+        except Exception:
+            self.abort()
+            raise
+
+    def _rebuild(self, spec: TableSpec) -> None:
+        temp_name = f"{spec.name}__aw_new"
+        self._create(spec, temp_name)
+        cols = ", ".join(f'"{c}"' for c in spec.columns)
+        self.conn.execute(f'INSERT INTO "{temp_name}" ({cols}) SELECT {cols} FROM "{spec.name}"')
+        self.conn.execute(f'DROP TABLE "{spec.name}"')
+        self.conn.execute(f'ALTER TABLE "{temp_name}" RENAME TO "{spec.name}"')
+
+
+def _name_suggests_reference(column: str, other: TableSpec) -> bool:
+    table, stem, pk = other.name, singular(other.name), other.primary_key
+    names = {table, stem, f"{table}_{pk}", f"{stem}_{pk}", f"{stem}_id", f"{stem}_code"}
+    if pk not in ("id", "name", "code"):
+        names.add(pk)
+    return column in names or any(column.endswith(f"_{n}") for n in (stem, f"{stem}_id"))
+
+
+def read_provenance(db_path: Path) -> list[dict[str, str]]:
+    """The provenance records stored in a mined database."""
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute(f"SELECT tbl, source, kind, detail FROM {PROVENANCE_TABLE}").fetchall()
+    return [{"table": t, "source": s, "kind": k, "detail": d} for t, s, k, d in rows]
+
+
+def check_identifier(name: str) -> str:
+    if not _IDENT.match(name):
+        raise SourceError(f"not a valid identifier: {name!r}")
+    return name

@@ -1,0 +1,109 @@
+"""SQL dumps (SQLite dialect) executed into the mining database, DDL and DML only.
+
+Each statement is checked before it runs: CREATE/ALTER/DROP of tables, indexes and views, and
+INSERT/UPDATE/DELETE/REPLACE are allowed; transaction markers are skipped; anything else (ATTACH,
+PRAGMA, SELECT load_extension(...), VACUUM INTO ...) is refused with the statement's line number.
+An authorizer refuses ATTACH and extension loading a second time, inside SQLite.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from .base import PROVENANCE_TABLE, DatabaseBuilder, SourceError, TableSpec
+
+_ALLOWED = re.compile(
+    r"^(CREATE\s+(UNIQUE\s+)?(TABLE|INDEX|VIEW)|ALTER\s+TABLE|DROP\s+(TABLE|INDEX|VIEW)|"
+    r"INSERT|UPDATE|DELETE|REPLACE)\b",
+    re.IGNORECASE,
+)
+_SKIPPED = re.compile(r"^(BEGIN|COMMIT|END|PRAGMA\s+foreign_keys)\b", re.IGNORECASE)
+_DENIED_ACTIONS = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
+_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
+def split_statements(script: str) -> list[tuple[int, str]]:
+    """(line number, statement) for every complete statement of a SQL script."""
+    statements: list[tuple[int, str]] = []
+    buffer, start = "", 1
+    for line_no, line in enumerate(script.splitlines(), start=1):
+        if not buffer.strip():
+            start = line_no
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            statements.append((start, _strip_comments(buffer).strip()))
+            buffer = ""
+    if _strip_comments(buffer).strip():
+        raise SourceError(f"line {start}: unterminated SQL statement")
+    return [(n, s) for n, s in statements if s]
+
+
+def _strip_comments(sql: str) -> str:
+    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
+    return "\n".join(lines)
+
+
+def _authorizer(action, arg1, arg2, db_name, trigger):
+    if action in _DENIED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def load_sql_dump(builder: DatabaseBuilder, path: Path) -> list[TableSpec]:
+    """Run a dump's DDL/DML, then register every resulting table with its declared keys."""
+    path = Path(path)
+    try:
+        script = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{path.name}: cannot read ({exc})") from exc
+    statements = split_statements(script)
+    if not statements:
+        raise SourceError(f"{path.name}: no SQL statements")
+    conn = builder.conn
+    before = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.set_authorizer(_authorizer)
+    try:
+        for line_no, statement in statements:
+            if _SKIPPED.match(statement):
+                continue
+            if not _ALLOWED.match(statement):
+                verb = " ".join(statement.split()[:2])
+                raise SourceError(f"{path.name}: line {line_no}: statement not allowed: {verb}")
+            try:
+                conn.execute(statement)
+            except sqlite3.Error as exc:
+                raise SourceError(f"{path.name}: line {line_no}: {exc}") from exc
+    finally:
+        conn.set_authorizer(None)
+    after = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    specs = []
+    for table in after:
+        if table in before or table.startswith("sqlite_") or table == PROVENANCE_TABLE:
+            continue
+        specs.append(register_existing_table(builder, table, str(path), "sql"))
+    return specs
+
+
+def register_existing_table(
+    builder: DatabaseBuilder, table: str, source: str, kind: str
+) -> TableSpec:
+    """Describe a table created by SQL so foreign-key inference and provenance cover it."""
+    conn = builder.conn
+    info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    columns = [r[1] for r in info]
+    types = {r[1]: (r[2] or "TEXT").upper() for r in info}
+    pk_cols = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]
+    primary_key = pk_cols[0] if len(pk_cols) == 1 else ""  # composite keys: no by-key tools
+    spec = TableSpec(
+        table, columns, types, primary_key, {r[1] for r in info if r[3]}, declared=True
+    )
+    for fk in conn.execute(f'PRAGMA foreign_key_list("{table}")').fetchall():
+        spec.foreign_keys[fk[3]] = (fk[2], fk[4])
+    builder.tables[table] = spec
+    count = conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+    builder.add_provenance(table, source, kind, f"{count} rows from SQL dump")
+    return spec

@@ -1,0 +1,349 @@
+"""Environment themes parsed from real sources, bulk import, and near-duplicate detection.
+
+A theme is a dict: {"name", "title", "description", "source_kind", "raw_spec", "provenance",
+"tools"}. source_kind is one of mcp_spec (a `tools/list` result), tool_doc (OpenAPI 3 or a list
+of OpenAI function schemas), prd (product requirement markdown) or manual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SOURCE_KINDS = ("mcp_spec", "tool_doc", "prd", "manual")
+_HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+_STOP = frozenset(
+    "a an and are as at be by for from in into is it of on or that the this to with you your "
+    "can will api server tool tools".split()
+)
+
+
+class ThemeError(ValueError):
+    """A theme source is malformed; the message names the source and the problem."""
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", str(text).lower()).strip("_")[:60] or "theme"
+
+
+def _theme(name, title, description, kind, raw, source, tools) -> dict:
+    return {
+        "name": slug(name),
+        "title": title or name,
+        "description": (description or "").strip(),
+        "source_kind": kind,
+        "raw_spec": raw,
+        "provenance": {"source": source, "kind": kind},
+        "tools": tools,
+    }
+
+
+def parse_mcp_spec(doc: Any, source: str = "mcp") -> dict:
+    """A `tools/list` result (optionally a JSON-RPC response, with serverInfo) -> theme."""
+    if isinstance(doc, dict) and "result" in doc:
+        doc = doc["result"]
+    if not isinstance(doc, dict) or not isinstance(doc.get("tools"), list) or not doc["tools"]:
+        raise ThemeError(f"{source}: an MCP spec needs a non-empty 'tools' list")
+    tools = []
+    for index, tool in enumerate(doc["tools"]):
+        if not isinstance(tool, dict) or not tool.get("name"):
+            raise ThemeError(f"{source}: tools[{index}] has no name")
+        tools.append(
+            {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("inputSchema") or {"type": "object", "properties": {}},
+            }
+        )
+    info = doc.get("serverInfo") or {}
+    name = info.get("name") or doc.get("name") or Path(source).stem
+    description = info.get("description") or doc.get("description") or _tools_summary(tools)
+    return _theme(name, info.get("title") or name, description, "mcp_spec", doc, source, tools)
+
+
+def parse_openapi(doc: Any, source: str = "openapi") -> dict:
+    """An OpenAPI 3 document -> theme with one tool per operation."""
+    if not isinstance(doc, dict) or not str(doc.get("openapi", "")).startswith("3"):
+        raise ThemeError(f"{source}: not an OpenAPI 3 document (no 'openapi: 3.x')")
+    info = doc.get("info") or {}
+    if not info.get("title"):
+        raise ThemeError(f"{source}: OpenAPI info.title is missing")
+    tools = []
+    for path, item in (doc.get("paths") or {}).items():
+        for method in _HTTP_METHODS:
+            op = (item or {}).get(method)
+            if not isinstance(op, dict):
+                continue
+            props, required = {}, []
+            for param in op.get("parameters", []) + (item or {}).get("parameters", []):
+                if "$ref" in param:
+                    continue
+                props[param["name"]] = dict(param.get("schema") or {"type": "string"})
+                if param.get("description"):
+                    props[param["name"]]["description"] = param["description"]
+                if param.get("required"):
+                    required.append(param["name"])
+            body = ((op.get("requestBody") or {}).get("content") or {}).get("application/json")
+            schema = (body or {}).get("schema") or {}
+            props.update(schema.get("properties") or {})
+            required += schema.get("required") or []
+            name = op.get("operationId") or slug(f"{method}_{path}")
+            tools.append(
+                {
+                    "name": name,
+                    "description": op.get("summary") or op.get("description") or f"{method} {path}",
+                    "parameters": {"type": "object", "properties": props, "required": required},
+                    "http": {"method": method.upper(), "path": path},
+                }
+            )
+    if not tools:
+        raise ThemeError(f"{source}: OpenAPI document has no operations")
+    return _theme(
+        info["title"], info["title"], info.get("description", ""), "tool_doc", doc, source, tools
+    )
+
+
+def parse_function_schemas(doc: Any, source: str = "tools") -> dict:
+    """OpenAI function-format tool list (or {"name", "description", "tools": [...]}) -> theme."""
+    meta: dict = {}
+    items = doc
+    if isinstance(doc, dict) and isinstance(doc.get("tools"), list):
+        meta, items = doc, doc["tools"]
+    if not isinstance(items, list) or not items:
+        raise ThemeError(f"{source}: expected a non-empty list of function schemas")
+    tools = []
+    for index, item in enumerate(items):
+        function = item.get("function", item) if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not function.get("name"):
+            raise ThemeError(f"{source}: item {index} is not a function schema with a name")
+        tools.append(
+            {
+                "name": function["name"],
+                "description": function.get("description", ""),
+                "parameters": function.get("parameters") or {"type": "object", "properties": {}},
+            }
+        )
+    name = meta.get("name") or Path(source).stem
+    description = meta.get("description") or _tools_summary(tools)
+    return _theme(name, meta.get("title") or name, description, "tool_doc", doc, source, tools)
+
+
+def parse_prd(markdown: str, source: str = "prd.md") -> dict:
+    """Product requirement markdown -> theme; bullets under feature/requirement headings -> tools."""
+    lines = markdown.splitlines()
+    title = next((ln[2:].strip() for ln in lines if ln.startswith("# ")), "")
+    if not title:
+        raise ThemeError(f"{source}: a PRD needs a '# Title' line")
+    paragraphs, tools, section = [], [], ""
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            section = stripped.lstrip("#").strip().lower()
+            continue
+        if not section and stripped and not stripped.startswith(("-", "*")):
+            paragraphs.append(stripped)
+        wanted = ("feature", "requirement", "capabilit", "user stor", "function", "action")
+        if stripped.startswith(("- ", "* ")) and any(w in section for w in wanted):
+            text = stripped[2:].strip()
+            label, _, rest = text.partition(":")
+            name = slug(label if rest else " ".join(text.split()[:4]))
+            tools.append({"name": name, "description": (rest or text).strip(), "parameters": {}})
+    if not paragraphs:
+        for line in lines:
+            if (
+                line.strip()
+                and not line.startswith("#")
+                and not line.strip().startswith(("-", "*"))
+            ):
+                paragraphs.append(line.strip())
+                break
+    return _theme(title, title, " ".join(paragraphs), "prd", markdown, source, tools)
+
+
+def parse_manual(data: dict, source: str = "manual") -> dict:
+    if not isinstance(data, dict) or not data.get("title"):
+        raise ThemeError(f"{source}: a manual theme needs a title")
+    return _theme(
+        data.get("name") or data["title"],
+        data["title"],
+        data.get("description", ""),
+        "manual",
+        data,
+        source,
+        data.get("tools", []),
+    )
+
+
+def _tools_summary(tools: list[dict]) -> str:
+    return "Tools: " + "; ".join(f"{t['name']}: {t.get('description', '')}" for t in tools[:20])
+
+
+def parse_theme_document(doc: Any, source: str) -> dict:
+    """Detect the format of an already-loaded document and parse it."""
+    if isinstance(doc, str):
+        return parse_prd(doc, source)
+    if isinstance(doc, dict):
+        if "openapi" in doc:
+            return parse_openapi(doc, source)
+        if "result" in doc or (isinstance(doc.get("tools"), list) and _looks_mcp(doc["tools"])):
+            return parse_mcp_spec(doc, source)
+        if isinstance(doc.get("tools"), list):
+            return parse_function_schemas(doc, source)
+        if doc.get("source_kind") in SOURCE_KINDS and doc.get("title"):
+            return parse_manual(doc, source)
+        if "kind" in doc and "spec" in doc:
+            return _parse_tagged(doc, source)
+    if isinstance(doc, list):
+        return parse_function_schemas(doc, source)
+    raise ThemeError(f"{source}: unrecognised theme format")
+
+
+def _parse_tagged(doc: dict, source: str) -> dict:
+    parsers = {
+        "mcp_spec": parse_mcp_spec,
+        "openapi": parse_openapi,
+        "tool_doc": parse_function_schemas,
+        "prd": parse_prd,
+        "manual": parse_manual,
+    }
+    parser = parsers.get(doc["kind"])
+    if parser is None:
+        raise ThemeError(f"{source}: unknown theme kind {doc['kind']!r}")
+    return parser(doc["spec"], source)
+
+
+def _looks_mcp(tools: list) -> bool:
+    return bool(tools) and all(isinstance(t, dict) and "inputSchema" in t for t in tools)
+
+
+def load_theme_file(path: Path) -> dict:
+    """Parse one file: .json, .yaml/.yml (OpenAPI, needs pyyaml) or .md (PRD)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ThemeError(f"{path.name}: cannot read ({exc})") from exc
+    if path.suffix in (".md", ".markdown"):
+        return parse_prd(text, str(path))
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as exc:  # pragma: no cover - pyyaml is installed here
+            raise ThemeError(f"{path.name}: YAML needs pyyaml") from exc
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ThemeError(f"{path.name}: invalid YAML ({exc})") from exc
+        return parse_theme_document(doc, str(path))
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThemeError(f"{path.name}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    return parse_theme_document(doc, str(path))
+
+
+@dataclass
+class ImportResult:
+    themes: list[dict] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (item, message)
+
+
+def import_themes(path: Path) -> ImportResult:
+    """Bulk import: a folder of theme files or a JSONL file of theme documents.
+
+    Every item is parsed on its own; a bad item is reported in `errors` and does not stop the
+    others.
+    """
+    path = Path(path)
+    result = ImportResult()
+    if path.is_dir():
+        for item in sorted(path.iterdir()):
+            if item.suffix not in (".json", ".yaml", ".yml", ".md", ".markdown"):
+                continue
+            try:
+                result.themes.append(load_theme_file(item))
+            except ThemeError as exc:
+                result.errors.append((item.name, str(exc)))
+        return result
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        item = f"{path.name}:{line_no}"
+        try:
+            result.themes.append(parse_theme_document(json.loads(line), item))
+        except json.JSONDecodeError as exc:
+            result.errors.append((item, f"{item}: invalid JSON: {exc.msg}"))
+        except ThemeError as exc:
+            result.errors.append((item, str(exc)))
+    return result
+
+
+# --- near-duplicate detection ------------------------------------------------------------
+
+
+def tokens(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {w.rstrip("s") if len(w) > 3 else w for w in words if w not in _STOP}
+
+
+def normalized_name(theme: dict) -> str:
+    words = sorted(tokens(theme.get("title") or theme.get("name", "")) - {"mcp", "service"})
+    return " ".join(words)
+
+
+def minhash(token_set: set[str], permutations: int = 64) -> list[int]:
+    """MinHash signature: estimate of Jaccard similarity by matching positions."""
+    if not token_set:
+        return [0] * permutations
+    signature = []
+    for seed in range(permutations):
+        salt = seed.to_bytes(2, "big")
+        signature.append(
+            min(
+                int.from_bytes(hashlib.blake2b(salt + t.encode(), digest_size=8).digest(), "big")
+                for t in token_set
+            )
+        )
+    return signature
+
+
+def theme_text(theme: dict) -> str:
+    tool_text = " ".join(
+        f"{t['name'].replace('_', ' ')} {t.get('description', '')}" for t in theme.get("tools", [])
+    )
+    return f"{theme.get('title', '')} {theme.get('description', '')} {tool_text}"
+
+
+def find_near_duplicates(themes: list[dict], threshold: float = 0.7) -> list[dict]:
+    """Pairs of themes that are the same thing: equal normalized names or similar text."""
+    signatures = [minhash(tokens(theme_text(t))) for t in themes]
+    names = [normalized_name(t) for t in themes]
+    pairs = []
+    for i in range(len(themes)):
+        for j in range(i + 1, len(themes)):
+            if names[i] and names[i] == names[j]:
+                pairs.append({"a": i, "b": j, "score": 1.0, "reason": "same normalized name"})
+                continue
+            same = sum(x == y for x, y in zip(signatures[i], signatures[j], strict=True))
+            score = same / len(signatures[i])
+            if score >= threshold:
+                pairs.append(
+                    {
+                        "a": i,
+                        "b": j,
+                        "score": round(score, 3),
+                        "reason": "similar descriptions (MinHash Jaccard)",
+                    }
+                )
+    return pairs
+
+
+def deduplicate(themes: list[dict], threshold: float = 0.7) -> tuple[list[dict], list[dict]]:
+    """(kept themes, near-duplicate pairs); the first of each duplicate group is kept."""
+    pairs = find_near_duplicates(themes, threshold)
+    dropped = {p["b"] for p in pairs}
+    return [t for i, t in enumerate(themes) if i not in dropped], pairs

@@ -1,0 +1,677 @@
+"""Schema-driven tool generator: the read, query and write tools every database supports.
+
+For each table it writes get_<entity>, search_<entities> (typed filters, ranges, substring,
+paging), list_<children>_for_<parent> through foreign keys, aggregate_<entities> (count, sum,
+avg, min, max grouped by a low-cardinality column), and create/update/delete_<entity> with
+validation (required columns, types, foreign keys, uniqueness). Each tool comes with an OpenAI
+JSON schema, a kind (read/write) and several unit tests whose expectations are computed now from
+the real rows, so a tool that passes them really answers from this database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .schema import Table, read_schema
+from .tool_prelude import __file__ as _PRELUDE_FILE
+
+_JSON_TYPES = {"integer": "integer", "real": "number", "boolean": "boolean"}
+_MARKER = "# --- tools.py prelude starts here ---\n"
+
+
+@dataclass
+class ToolSet:
+    """Tools as separable parts, so only verified ones are published."""
+
+    prelude: str = ""
+    imports: list[str] = field(default_factory=list)  # allowlisted imports of LLM tools
+    functions: dict[str, str] = field(default_factory=dict)
+    schemas: dict[str, dict] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    tests: dict[str, list[str]] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # "schema" | "llm"
+
+    def names(self) -> list[str]:
+        return list(self.functions)
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able form, for job queues."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ToolSet:
+        return cls(**data)
+
+    def tools_source(self, names: list[str] | None = None) -> str:
+        chosen = self.names() if names is None else names
+        header = '"""Environment tools: one function per tool, `def name(db, **params)`."""\n\n'
+        body = "\n\n".join(self.functions[n] for n in chosen)
+        imports = "".join(f"{line}\n" for line in self.imports)
+        return header + imports + "\n" + self.prelude + "\n\n" + body + "\n"
+
+    def tests_source(self, names: list[str] | None = None) -> str:
+        chosen = self.names() if names is None else names
+        header = '"""Tool tests computed from the real rows of the state database."""\n\n'
+        tests = [t for n in chosen for t in self.tests.get(n, [])]
+        return header + _TEST_PRELUDE + "\n\n" + "\n\n".join(tests) + "\n"
+
+    def manifest_tools(self, names: list[str] | None = None) -> list[dict]:
+        chosen = self.names() if names is None else names
+        return [self.schemas[n] for n in chosen]
+
+    def merge(self, other: ToolSet, replace: bool = False) -> None:
+        for name in other.functions:
+            if name in self.functions and not replace:
+                continue
+            self.functions[name] = other.functions[name]
+            self.schemas[name] = other.schemas[name]
+            self.kinds[name] = other.kinds[name]
+            self.tests[name] = other.tests.get(name, [])
+            self.origin[name] = other.origin.get(name, "llm")
+
+
+_TEST_PRELUDE = '''def _expect_error(call, tool, **arguments):
+    """The call must fail: the runtime raises, or returns an error result."""
+    try:
+        result = call(tool, **arguments)
+    except Exception as exc:
+        if getattr(exc, "error_kind", "tool_error") not in ("tool_error", "invalid_arguments"):
+            raise  # an escape, timeout or unknown tool is never the expected error
+        return str(exc)
+    if isinstance(result, dict) and result.get("error"):
+        return str(result["error"])
+    raise AssertionError(f"{tool} should have failed for {arguments!r}, returned {result!r}")'''
+
+
+def prelude_source() -> str:
+    text = Path(_PRELUDE_FILE).read_text()
+    return text.split(_MARKER, 1)[1].strip() + "\n"
+
+
+def _spec(table: Table) -> dict:
+    columns = {c.name: {"kind": c.kind, "not_null": c.not_null} for c in table.columns}
+    required = [
+        c.name
+        for c in table.columns
+        if c.not_null
+        and c.default is None
+        and not (c.name == table.primary_key and table.integer_key)
+    ]
+    key_kind = table.column(table.primary_key).kind if table.primary_key else "text"
+    return {
+        "table": table.name,
+        "entity": table.entity,
+        "pk": table.primary_key,
+        "key_kind": key_kind,
+        "columns": columns,
+        "required": required,
+        "fks": {k: list(v) for k, v in table.foreign_keys.items()},
+        "children": [list(c) for c in table.children],
+        "unique": sorted(table.unique),
+        "group_columns": table.group_columns(),
+    }
+
+
+def _prop(kind: str, description: str) -> dict:
+    prop: dict[str, Any] = {"type": _JSON_TYPES.get(kind, "string"), "description": description}
+    if kind in ("date", "datetime"):
+        prop["description"] += " (ISO date YYYY-MM-DD)"
+    return prop
+
+
+def _schema(name: str, description: str, props: dict, required: list[str]) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_RESERVED = {"limit", "offset", "order_by", "descending"}
+_PAGING = {
+    "limit": {"type": "integer", "description": "Maximum rows to return (default 20, max 100)."},
+    "offset": {"type": "integer", "description": "Rows to skip, for paging (default 0)."},
+}
+
+
+class _Generator:
+    def __init__(self, db_path: Path, label: str) -> None:
+        self.schema = read_schema(db_path)
+        self.conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        self.conn.row_factory = sqlite3.Row
+        self.label = label
+        self.specs = {name: _spec(t) for name, t in self.schema.items()}
+        self.out = ToolSet(prelude=prelude_source())
+        self.spec_names: dict[str, str] = {}
+
+    def spec_const(self, table: str) -> str:
+        return f"_{table.upper()}"
+
+    def add(self, name: str, kind: str, func: str, schema: dict, tests: list[str]) -> None:
+        if name in self.out.functions or len(name) > 64:
+            return
+        self.out.functions[name] = func
+        self.out.schemas[name] = schema
+        self.out.kinds[name] = kind
+        self.out.tests[name] = tests
+        self.out.origin[name] = "schema"
+
+    def rows(self, table: Table, where: str = "", args: tuple = (), limit: int = 5) -> list[dict]:
+        order = f'"{table.primary_key}"' if table.primary_key else "rowid"
+        sql = f'SELECT * FROM "{table.name}" {where} ORDER BY {order} LIMIT {limit}'
+        return [dict(r) for r in self.conn.execute(sql, args)]
+
+    def generate(self) -> ToolSet:
+        constants = [f"{self.spec_const(n)} = {spec!r}" for n, spec in self.specs.items()]
+        self.out.prelude += "\n\n" + "\n".join(constants) + "\n"
+        for table in self.schema.values():
+            if table.row_count == 0:
+                continue
+            if table.primary_key:
+                self.get_tool(table)
+            self.search_tool(table)
+            for child_table, column in table.children:
+                self.children_tool(table, self.schema[child_table], column)
+            self.aggregate_tool(table)
+            if table.primary_key:
+                self.create_tool(table)
+                self.update_tool(table)
+                self.delete_tool(table)
+        return self.out
+
+    # --- read tools -----------------------------------------------------------------------
+    def get_tool(self, t: Table) -> None:
+        name, pk = f"get_{t.entity}", t.primary_key
+        kind = t.column(pk).kind
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Get one {t.entity} by {pk}."""\n'
+            f"    return _get(db, {self.spec_const(t.name)}, params)\n"
+        )
+        cols = ", ".join(c.name for c in t.columns)
+        schema = _schema(
+            name,
+            f"Get one {t.entity} from {self.label} by its key {pk}. Returns all fields: {cols}. "
+            f"Fails with a not-found error when no {t.entity} has that {pk}.",
+            {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+            [pk],
+        )
+        sample = self.rows(t, limit=3)
+        tests = []
+        for i, row in enumerate(sample[:2]):
+            other = next(
+                (c.name for c in t.columns if c.name != pk and row[c.name] is not None), pk
+            )
+            tests.append(
+                f"def test_{name}__existing_{i}(call):\n"
+                f"    row = call({name!r}, {_kw({pk: row[pk]})})\n"
+                f"    assert row[{pk!r}] == {row[pk]!r}\n"
+                f"    assert row[{other!r}] == {row[other]!r}\n"
+            )
+        missing = _missing_key(kind)
+        tests.append(
+            f"def test_{name}__missing(call):\n"
+            f"    _expect_error(call, {name!r}, {_kw({pk: missing})})\n"
+        )
+        self.add(name, "read", func, schema, tests)
+
+    def search_tool(self, t: Table) -> None:
+        name = f"search_{t.entities}"
+        props: dict[str, dict] = {}
+        for c in t.columns:
+            if c.name in _RESERVED:
+                continue
+            if c.kind == "text":
+                props[c.name] = _prop(c.kind, f"Exact {c.name}.")
+                props[f"{c.name}_contains"] = _prop(
+                    c.kind, f"Case-insensitive substring of {c.name}."
+                )
+            elif c.ordered:
+                props[c.name] = _prop(c.kind, f"Exact {c.name}.")
+                props[f"min_{c.name}"] = _prop(c.kind, f"Smallest {c.name} (inclusive).")
+                props[f"max_{c.name}"] = _prop(c.kind, f"Largest {c.name} (inclusive).")
+            else:
+                props[c.name] = _prop(c.kind, f"Exact {c.name}.")
+        props.update(_PAGING)
+        names = [c.name for c in t.columns]
+        props["order_by"] = {"type": "string", "enum": names, "description": "Column to sort by."}
+        props["descending"] = {"type": "boolean", "description": "Sort from largest to smallest."}
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Search {t.entities} by field filters; returns total and one page of rows."""\n'
+            f"    return _search(db, {self.spec_const(t.name)}, params)\n"
+        )
+        schema = _schema(
+            name,
+            f"Search the {t.row_count} {t.entities} of {self.label}. Filter by exact values, "
+            f"by substring for text (<field>_contains), by inclusive range for numbers and dates "
+            f"(min_<field>, max_<field>); sort and page with order_by, descending, limit, offset. "
+            f"Returns {{total, count, rows}}.",
+            props,
+            [],
+        )
+        self.add(name, "read", func, schema, self.search_tests(t, name))
+
+    def search_tests(self, t: Table, name: str) -> list[str]:
+        tests = []
+        text_col = next(
+            (c.name for c in t.columns if c.kind == "text" and 1 < t.distinct[c.name]), None
+        )
+        sample = self.rows(t, limit=1)[0]
+        if text_col and sample[text_col] is not None:
+            value = sample[text_col]
+            total = self.count(t, f'"{text_col}" = ?', (value,))
+            tests.append(
+                f"def test_{name}__exact_{text_col}(call):\n"
+                f"    out = call({name!r}, {_kw({text_col: value, 'limit': 100})})\n"
+                f"    assert out['total'] == {total}\n"
+                f"    assert all(r[{text_col!r}] == {value!r} for r in out['rows'])\n"
+            )
+            fragment = value[1:4] if len(value) >= 4 else value
+            total = self.count(t, f'instr(lower("{text_col}"), lower(?)) > 0', (fragment,))
+            tests.append(
+                f"def test_{name}__contains_{text_col}(call):\n"
+                f"    out = call({name!r}, {_kw({text_col + '_contains': fragment})})\n"
+                f"    assert out['total'] == {total}\n"
+            )
+        num = next((c for c in t.columns if c.ordered and t.distinct[c.name] > 2), None)
+        if num is not None:
+            values = [
+                r[0]
+                for r in self.conn.execute(
+                    f'SELECT "{num.name}" FROM "{t.name}" WHERE "{num.name}" IS NOT NULL '
+                    f'ORDER BY "{num.name}"'
+                )
+            ]
+            low, high = values[len(values) // 4], values[(3 * len(values)) // 4]
+            total = self.count(t, f'"{num.name}" >= ? AND "{num.name}" <= ?', (low, high))
+            tests.append(
+                f"def test_{name}__range_{num.name}(call):\n"
+                f"    out = call({name!r}, {_kw({'min_' + num.name: low, 'max_' + num.name: high})})\n"
+                f"    assert out['total'] == {total}\n"
+                f"    assert all({low!r} <= r[{num.name!r}] <= {high!r} for r in out['rows'])\n"
+            )
+        tests.append(
+            f"def test_{name}__paging(call):\n"
+            f"    out = call({name!r}, limit=2, offset=1)\n"
+            f"    assert out['total'] == {t.row_count}\n"
+            f"    assert out['count'] == {min(2, max(0, t.row_count - 1))}\n"
+        )
+        tests.append(
+            f"def test_{name}__unknown_filter(call):\n"
+            f"    _expect_error(call, {name!r}, no_such_field=1)\n"
+        )
+        return tests
+
+    def count(self, t: Table, where: str, args: tuple) -> int:
+        sql = f'SELECT COUNT(*) FROM "{t.name}" WHERE {where}'
+        return self.conn.execute(sql, args).fetchone()[0]
+
+    def children_tool(self, parent: Table, child: Table, column: str) -> None:
+        if not parent.primary_key:
+            return
+        name = f"list_{child.entities}_for_{parent.entity}"
+        if name in self.out.functions or sum(1 for c, _ in parent.children if c == child.name) > 1:
+            name = f"list_{child.entities}_by_{column}"
+        pk = parent.primary_key
+        kind = parent.column(pk).kind
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """{child.entities} whose {column} is this {parent.entity}."""\n'
+            f"    return _list_children(db, {self.spec_const(child.name)}, {column!r}, "
+            f"{self.spec_const(parent.name)}, params)\n"
+        )
+        schema = _schema(
+            name,
+            f"List the {child.entities} that belong to one {parent.entity} "
+            f"({child.name}.{column} = {parent.name}.{pk}) in {self.label}. "
+            f"Fails when the {parent.entity} does not exist. Returns {{total, count, rows}}.",
+            {pk: _prop(kind, f"The {parent.entity}'s {pk}."), **_PAGING},
+            [pk],
+        )
+        busiest = self.conn.execute(
+            f'SELECT "{column}", COUNT(*) FROM "{child.name}" WHERE "{column}" IS NOT NULL '
+            f'GROUP BY "{column}" ORDER BY COUNT(*) DESC, "{column}" LIMIT 1'
+        ).fetchone()
+        tests = []
+        if busiest is not None:
+            key, total = busiest[0], busiest[1]
+            tests.append(
+                f"def test_{name}__busiest(call):\n"
+                f"    out = call({name!r}, {_kw({pk: key, 'limit': 100})})\n"
+                f"    assert out['total'] == {total}\n"
+                f"    assert all(r[{column!r}] == {key!r} for r in out['rows'])\n"
+            )
+        tests.append(
+            f"def test_{name}__missing_parent(call):\n"
+            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(kind)})})\n"
+        )
+        self.add(name, "read", func, schema, tests)
+
+    def aggregate_tool(self, t: Table) -> None:
+        numeric = [c.name for c in t.columns if c.numeric and c.name != t.primary_key]
+        ordered = [c.name for c in t.columns if c.ordered]
+        groups = t.group_columns()
+        if not numeric and not groups:
+            return
+        name = f"aggregate_{t.entities}"
+        props = {
+            "metric": {
+                "type": "string",
+                "enum": ["count", "sum", "avg", "min", "max"],
+                "description": "count rows, or sum/avg/min/max of a column.",
+            },
+            "column": {
+                "type": "string",
+                "enum": sorted(set(numeric + ordered)) or [c.name for c in t.columns],
+                "description": "Column to aggregate (numeric for sum/avg).",
+            },
+        }
+        if groups:
+            props["group_by"] = {
+                "type": "string",
+                "enum": groups,
+                "description": "Group rows by this low-cardinality column.",
+            }
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Count, sum, average, min or max over {t.entities}, optionally grouped."""\n'
+            f"    return _aggregate(db, {self.spec_const(t.name)}, params)\n"
+        )
+        schema = _schema(
+            name,
+            f"Aggregate the {t.entities} of {self.label}: count, sum, avg, min or max of a "
+            f"column, over all rows or grouped by one of {groups or 'no column'}. "
+            f"Returns {{value}} or {{groups: [{{group, value}}]}}.",
+            props,
+            ["metric"],
+        )
+        tests = [
+            f"def test_{name}__count(call):\n"
+            f"    assert call({name!r}, metric='count')['value'] == {t.row_count}\n"
+        ]
+        if numeric:
+            col = numeric[0]
+            low, high, total = self.conn.execute(
+                f'SELECT MIN("{col}"), MAX("{col}"), SUM("{col}") FROM "{t.name}"'
+            ).fetchone()
+            tests.append(
+                f"def test_{name}__min_max_{col}(call):\n"
+                f"    assert call({name!r}, metric='min', column={col!r})['value'] == {low!r}\n"
+                f"    assert call({name!r}, metric='max', column={col!r})['value'] == {high!r}\n"
+            )
+            if total is not None:
+                tests.append(
+                    f"def test_{name}__sum_{col}(call):\n"
+                    f"    value = call({name!r}, metric='sum', column={col!r})['value']\n"
+                    f"    assert abs(value - {total!r}) <= 1e-6 * max(1.0, abs({total!r}))\n"
+                )
+        if groups:
+            group = groups[0]
+            counts = {
+                r[0]: r[1]
+                for r in self.conn.execute(
+                    f'SELECT "{group}", COUNT(*) FROM "{t.name}" GROUP BY "{group}"'
+                )
+            }
+            tests.append(
+                f"def test_{name}__count_by_{group}(call):\n"
+                f"    out = call({name!r}, metric='count', group_by={group!r})\n"
+                f"    assert {{g['group']: g['value'] for g in out['groups']}} == {counts!r}\n"
+            )
+        tests.append(
+            f"def test_{name}__bad_metric(call):\n"
+            f"    _expect_error(call, {name!r}, metric='median')\n"
+        )
+        self.add(name, "read", func, schema, tests)
+
+    # --- write tools ----------------------------------------------------------------------
+    def field_props(self, t: Table, skip_key: bool) -> dict:
+        props = {}
+        for c in t.columns:
+            if skip_key and c.name == t.primary_key:
+                continue
+            note = ""
+            if c.name in t.foreign_keys:
+                ref = t.foreign_keys[c.name]
+                note = f" Must be an existing {ref[0]}.{ref[1]}."
+            props[c.name] = _prop(c.kind, f"{c.name} ({c.kind}).{note}")
+        return props
+
+    def new_row(self, t: Table) -> dict | None:
+        """A row to create: a real row's values with a fresh key (values stay realistic)."""
+        base = self.rows(t, limit=1)
+        if not base:
+            return None
+        row = dict(base[0])
+        pk = t.primary_key
+        kind = t.column(pk).kind
+        if kind == "integer":
+            row[pk] = (
+                self.conn.execute(f'SELECT MAX("{pk}") FROM "{t.name}"').fetchone()[0] or 0
+            ) + 1000
+        elif kind == "text":
+            row[pk] = f"{row[pk]}-NEW"
+        else:
+            return None
+        for column in t.unique - {pk}:
+            if isinstance(row.get(column), str):
+                row[column] = f"{row[column]} (new)"
+            elif column in row:
+                row[column] = None
+        return _booleans(t, {k: v for k, v in row.items() if v is not None or k == pk})
+
+    def create_tool(self, t: Table) -> None:
+        name, pk = f"create_{t.entity}", t.primary_key
+        spec = self.specs[t.name]
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Create a {t.entity}; validates required fields, types, links, uniqueness."""\n'
+            f"    return _create(db, {self.spec_const(t.name)}, params)\n"
+        )
+        auto = " Leave out the key to get the next number." if t.integer_key else ""
+        schema = _schema(
+            name,
+            f"Create a new {t.entity} in {self.label}. Required: {', '.join(spec['required'])}."
+            f"{auto} Links to other tables must exist and unique fields must be new. "
+            f"Returns the created row.",
+            self.field_props(t, skip_key=False),
+            spec["required"],
+        )
+        row = self.new_row(t)
+        if row is None:
+            return
+        tests = [
+            f"def test_{name}__valid(call):\n"
+            f"    created = call({name!r}, **{row!r})\n"
+            f"    assert created[{pk!r}] == {row[pk]!r}\n"
+        ]
+        existing = self.rows(t, limit=1)[0]
+        dup = _booleans(t, {k: v for k, v in existing.items() if v is not None})
+        tests.append(
+            f"def test_{name}__duplicate_key(call):\n    _expect_error(call, {name!r}, **{dup!r})\n"
+        )
+        if spec["required"]:
+            partial = {k: v for k, v in row.items() if k != spec["required"][-1]}
+            tests.append(
+                f"def test_{name}__missing_required(call):\n"
+                f"    message = _expect_error(call, {name!r}, **{partial!r})\n"
+                f"    assert {spec['required'][-1]!r} in message\n"
+            )
+        fk_column = next((c for c in t.foreign_keys if c in row), None)
+        if fk_column:
+            ref_kind = (
+                self.schema[t.foreign_keys[fk_column][0]].column(t.foreign_keys[fk_column][1]).kind
+            )
+            bad = dict(row, **{fk_column: _missing_key(ref_kind)})
+            tests.append(
+                f"def test_{name}__unknown_{fk_column}(call):\n"
+                f"    _expect_error(call, {name!r}, **{bad!r})\n"
+            )
+        typed = next((c for c in t.columns if c.numeric and c.name in row), None)
+        if typed is not None:
+            bad = dict(row, **{typed.name: "not a number"})
+            tests.append(
+                f"def test_{name}__wrong_type_{typed.name}(call):\n"
+                f"    _expect_error(call, {name!r}, **{bad!r})\n"
+            )
+        self.add(name, "write", func, schema, tests)
+
+    def update_tool(self, t: Table) -> None:
+        name, pk = f"update_{t.entity}", t.primary_key
+        editable = [
+            c for c in t.columns if c.name != pk and c.name not in t.unique and c.kind != "boolean"
+        ]
+        if not editable:
+            return
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Change fields of one {t.entity}; the key cannot change."""\n'
+            f"    return _update(db, {self.spec_const(t.name)}, params)\n"
+        )
+        kind = t.column(pk).kind
+        props = {pk: _prop(kind, f"The {t.entity}'s {pk}."), **self.field_props(t, skip_key=True)}
+        schema = _schema(
+            name,
+            f"Update fields of one existing {t.entity} in {self.label} (identified by {pk}). "
+            f"Give only the fields to change; links must exist. Returns the updated row.",
+            props,
+            [pk],
+        )
+        rows = self.rows(t, limit=3)
+        row = rows[-1]
+        column = editable[0]
+        new_value = _changed_value(column.kind, row[column.name])
+        if column.name in t.foreign_keys:
+            ref_table, ref_col = t.foreign_keys[column.name]
+            other = self.conn.execute(
+                f'SELECT "{ref_col}" FROM "{ref_table}" WHERE "{ref_col}" IS NOT ? LIMIT 1',
+                (row[column.name],),
+            ).fetchone()
+            if other is None:
+                return
+            new_value = other[0]
+        tests = [
+            f"def test_{name}__changes_{column.name}(call):\n"
+            f"    out = call({name!r}, {_kw({pk: row[pk], column.name: new_value})})\n"
+            f"    assert out[{column.name!r}] == {new_value!r}\n",
+            f"def test_{name}__missing(call):\n"
+            f"    _expect_error(call, {name!r}, "
+            f"{_kw({pk: _missing_key(kind), column.name: new_value})})\n",
+            f"def test_{name}__unknown_field(call):\n"
+            f"    _expect_error(call, {name!r}, {_kw({pk: row[pk], 'no_such_field': 1})})\n",
+        ]
+        self.add(name, "write", func, schema, tests)
+
+    def delete_tool(self, t: Table) -> None:
+        name, pk = f"delete_{t.entity}", t.primary_key
+        kind = t.column(pk).kind
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Delete one {t.entity}; refused while other rows refer to it."""\n'
+            f"    return _delete(db, {self.spec_const(t.name)}, params)\n"
+        )
+        schema = _schema(
+            name,
+            f"Delete one {t.entity} from {self.label} by {pk}. Refused while rows of "
+            f"{', '.join(c for c, _ in t.children) or 'no other table'} refer to it.",
+            {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+            [pk],
+        )
+        leaf = self.leaf_row(t)
+        tests = []
+        if leaf is not None:
+            tests.append(
+                f"def test_{name}__leaf(call):\n"
+                f"    assert call({name!r}, {_kw({pk: leaf})})['deleted'] is True\n"
+                f"    _expect_error(call, 'get_{t.entity}', {_kw({pk: leaf})})\n"
+            )
+        referenced = self.referenced_row(t)
+        if referenced is not None:
+            tests.append(
+                f"def test_{name}__still_referenced(call):\n"
+                f"    _expect_error(call, {name!r}, {_kw({pk: referenced})})\n"
+            )
+        tests.append(
+            f"def test_{name}__missing(call):\n"
+            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(kind)})})\n"
+        )
+        self.add(name, "write", func, schema, tests)
+
+    def leaf_row(self, t: Table) -> Any:
+        conditions = [
+            f'"{t.primary_key}" NOT IN (SELECT "{col}" FROM "{child}" WHERE "{col}" IS NOT NULL)'
+            for child, col in t.children
+        ]
+        where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
+        sql = f'SELECT "{t.primary_key}" FROM "{t.name}" {where} ORDER BY "{t.primary_key}" DESC LIMIT 1'
+        found = self.conn.execute(sql).fetchone()
+        return None if found is None else found[0]
+
+    def referenced_row(self, t: Table) -> Any:
+        for child, col in t.children:
+            found = self.conn.execute(
+                f'SELECT "{col}" FROM "{child}" WHERE "{col}" IS NOT NULL LIMIT 1'
+            ).fetchone()
+            if found is not None:
+                return found[0]
+        return None
+
+
+def _booleans(t: Table, row: dict) -> dict:
+    """Stored 0/1 flags as JSON booleans, as a caller would send them."""
+    for c in t.columns:
+        if c.kind == "boolean" and row.get(c.name) is not None:
+            row[c.name] = bool(row[c.name])
+    return row
+
+
+def _kw(arguments: dict) -> str:
+    """Keyword arguments for a generated call, safe for any column name."""
+    return f"**{_plain(arguments)!r}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _missing_key(kind: str) -> Any:
+    if kind == "integer":
+        return -987654
+    if kind == "real":
+        return -987654.5
+    if kind in ("date", "datetime"):
+        return "1111-11-11"
+    return "NO-SUCH-KEY-zz9"
+
+
+def _changed_value(kind: str, value: Any) -> Any:
+    if kind == "integer":
+        return (value or 0) + 7
+    if kind == "real":
+        return round((value or 0.0) + 1.25, 4)
+    if kind in ("date", "datetime"):
+        return "2001-02-03"
+    return f"{value or ''} (updated)".strip()
+
+
+def generate_tools(db_path: Path | str, label: str = "this environment") -> ToolSet:
+    """All schema-driven tools, schemas, kinds and tests for one database."""
+    generator = _Generator(Path(db_path), label)
+    try:
+        return generator.generate()
+    finally:
+        generator.conn.close()

@@ -1,0 +1,241 @@
+"""Shared private helpers placed at the top of every generated tools.py.
+
+These run inside the sandbox worker with only the `db` connection, so they import nothing. The
+generator embeds this file's source verbatim (below the marker); it is also importable here so
+the helpers are tested like any other code.
+"""
+
+# --- tools.py prelude starts here ---
+_MAX_LIMIT = 100
+
+
+def _looks_like_date(text, kind):
+    if not isinstance(text, str) or len(text) < 10 or text[4] != "-" or text[7] != "-":
+        return False
+    year, month, day = text[:4], text[5:7], text[8:10]
+    if not (year.isdigit() and month.isdigit() and day.isdigit()):
+        return False
+    if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
+        return False
+    return kind == "datetime" or len(text) == 10
+
+
+def _check_value(table, column, kind, value):
+    """The value converted for its column, or ValueError saying what was expected."""
+    if value is None:
+        return None
+    where = table + "." + column
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where} must be an integer, got {value!r}")
+    elif kind == "real":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where} must be a number, got {value!r}")
+        value = float(value)
+    elif kind == "boolean":
+        if not isinstance(value, bool) and value not in (0, 1):
+            raise ValueError(f"{where} must be true or false, got {value!r}")
+        value = 1 if value else 0
+    elif kind in ("date", "datetime"):
+        if not _looks_like_date(value, kind):
+            raise ValueError(f"{where} must be an ISO {kind} (YYYY-MM-DD), got {value!r}")
+    elif not isinstance(value, str):
+        raise ValueError(f"{where} must be a string, got {value!r}")
+    return value
+
+
+def _fetch(db, spec, key):
+    sql = f'SELECT * FROM "{spec["table"]}" WHERE "{spec["pk"]}" = ?'
+    row = db.execute(sql, (key,)).fetchone()
+    if row is None:
+        raise LookupError(f"no {spec['entity']} with {spec['pk']} = {key!r}")
+    return dict(row)
+
+
+def _take_key(spec, params):
+    if spec["pk"] not in params:
+        raise ValueError(f"missing required argument {spec['pk']!r}")
+    key = params.pop(spec["pk"])
+    return _check_value(spec["table"], spec["pk"], spec["key_kind"], key)
+
+
+def _get(db, spec, params):
+    params = dict(params)
+    key = _take_key(spec, params)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    return _fetch(db, spec, key)
+
+
+def _page(params):
+    limit = params.pop("limit", 20)
+    offset = params.pop("offset", 0)
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return min(limit, _MAX_LIMIT), offset
+
+
+def _search(db, spec, params):
+    params = dict(params)
+    limit, offset = _page(params)
+    order_by = params.pop("order_by", spec["pk"] or None)
+    descending = params.pop("descending", False)
+    clauses, args = [], []
+    columns = spec["columns"]
+    for name, value in params.items():
+        if value is None:
+            continue
+        if name in columns:
+            column, op = name, "="
+        elif name.endswith("_contains") and name[: -len("_contains")] in columns:
+            column, op = name[: -len("_contains")], "contains"
+        elif name.startswith("min_") and name[4:] in columns:
+            column, op = name[4:], ">="
+        elif name.startswith("max_") and name[4:] in columns:
+            column, op = name[4:], "<="
+        else:
+            raise ValueError(f"unknown search filter {name!r}")
+        kind = columns[column]["kind"]
+        if op == "contains":
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a string")
+            clauses.append(f'instr(lower("{column}"), lower(?)) > 0')
+        else:
+            value = _check_value(spec["table"], column, kind, value)
+            clauses.append(f'"{column}" {op} ?')
+        args.append(value)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    table = spec["table"]
+    total = db.execute(f'SELECT COUNT(*) FROM "{table}"{where}', args).fetchone()[0]
+    order = ""
+    if order_by:
+        if order_by not in columns:
+            raise ValueError(f"cannot order by unknown column {order_by!r}")
+        order = f' ORDER BY "{order_by}" {"DESC" if descending else "ASC"}'
+        if spec["pk"] and order_by != spec["pk"]:
+            order += f', "{spec["pk"]}"'
+    sql = f'SELECT * FROM "{table}"{where}{order} LIMIT ? OFFSET ?'
+    rows = [dict(r) for r in db.execute(sql, args + [limit, offset])]
+    return {"total": total, "count": len(rows), "rows": rows}
+
+
+def _list_children(db, child, column, parent, params):
+    params = dict(params)
+    key = _take_key(parent, params)
+    limit, offset = _page(params)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    _fetch(db, parent, key)
+    table = child["table"]
+    total = db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" = ?', (key,)).fetchone()[0]
+    order = f' ORDER BY "{child["pk"]}"' if child["pk"] else " ORDER BY rowid"
+    sql = f'SELECT * FROM "{table}" WHERE "{column}" = ?{order} LIMIT ? OFFSET ?'
+    rows = [dict(r) for r in db.execute(sql, (key, limit, offset))]
+    return {"total": total, "count": len(rows), "rows": rows}
+
+
+def _aggregate(db, spec, params):
+    params = dict(params)
+    metric = params.pop("metric", None)
+    column = params.pop("column", None)
+    group_by = params.pop("group_by", None)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    columns = spec["columns"]
+    if metric not in ("count", "sum", "avg", "min", "max"):
+        raise ValueError(f"metric must be count, sum, avg, min or max, got {metric!r}")
+    if metric == "count":
+        expression = "COUNT(*)" if column is None else f'COUNT("{column}")'
+    else:
+        if column is None:
+            raise ValueError(f"metric {metric!r} needs a column")
+        expression = f'{metric.upper()}("{column}")'
+    if column is not None and column not in columns:
+        raise ValueError(f"unknown column {column!r}")
+    if column is not None and metric in ("sum", "avg"):
+        if columns[column]["kind"] not in ("integer", "real"):
+            raise ValueError(f"{metric} needs a numeric column, {column!r} is not")
+    table = spec["table"]
+    if group_by is None:
+        value = db.execute(f'SELECT {expression} FROM "{table}"').fetchone()[0]
+        return {"metric": metric, "column": column, "value": value}
+    if group_by not in spec["group_columns"]:
+        raise ValueError(f"cannot group by {group_by!r}; choose one of {spec['group_columns']}")
+    sql = (
+        f'SELECT "{group_by}" AS grp, {expression} FROM "{table}" '
+        f'GROUP BY "{group_by}" ORDER BY "{group_by}"'
+    )
+    groups = [{"group": r[0], "value": r[1]} for r in db.execute(sql)]
+    return {"metric": metric, "column": column, "group_by": group_by, "groups": groups}
+
+
+def _validate_row(db, spec, values, key=None):
+    """Type, foreign-key and uniqueness checks shared by create and update."""
+    columns = spec["columns"]
+    clean = {}
+    for name, value in values.items():
+        if name not in columns:
+            raise ValueError(f"{spec['entity']} has no field {name!r}")
+        if value is None and columns[name]["not_null"]:
+            raise ValueError(f"{spec['table']}.{name} is required and cannot be null")
+        clean[name] = _check_value(spec["table"], name, columns[name]["kind"], value)
+    for name, (ref_table, ref_column) in spec["fks"].items():
+        if clean.get(name) is not None:
+            sql = f'SELECT 1 FROM "{ref_table}" WHERE "{ref_column}" = ?'
+            if db.execute(sql, (clean[name],)).fetchone() is None:
+                raise LookupError(f"{name} = {clean[name]!r} does not exist in {ref_table}")
+    for name in spec["unique"]:
+        if clean.get(name) is None:
+            continue
+        sql = f'SELECT "{spec["pk"] or name}" FROM "{spec["table"]}" WHERE "{name}" = ?'
+        found = db.execute(sql, (clean[name],)).fetchone()
+        if found is not None and (key is None or found[0] != key):
+            raise ValueError(f"a {spec['entity']} with {name} = {clean[name]!r} already exists")
+    return clean
+
+
+def _create(db, spec, values):
+    values = {k: v for k, v in values.items() if v is not None}
+    missing = [c for c in spec["required"] if c not in values]
+    if missing:
+        raise ValueError(f"missing required fields: {', '.join(missing)}")
+    clean = _validate_row(db, spec, values)
+    names = ", ".join(f'"{c}"' for c in clean)
+    marks = ", ".join("?" for _ in clean)
+    sql = f'INSERT INTO "{spec["table"]}" ({names}) VALUES ({marks})'
+    cursor = db.execute(sql, list(clean.values()))
+    row = db.execute(f'SELECT * FROM "{spec["table"]}" WHERE rowid = ?', (cursor.lastrowid,))
+    return dict(row.fetchone())
+
+
+def _update(db, spec, params):
+    values = dict(params)
+    key = _take_key(spec, values)
+    _fetch(db, spec, key)
+    if spec["pk"] in values:
+        raise ValueError(f"{spec['pk']} is the key and cannot be changed")
+    if not values:
+        raise ValueError("give at least one field to change")
+    clean = _validate_row(db, spec, values, key)
+    assignments = ", ".join(f'"{c}" = ?' for c in clean)
+    sql = f'UPDATE "{spec["table"]}" SET {assignments} WHERE "{spec["pk"]}" = ?'
+    db.execute(sql, list(clean.values()) + [key])
+    return _fetch(db, spec, key)
+
+
+def _delete(db, spec, params):
+    params = dict(params)
+    key = _take_key(spec, params)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    _fetch(db, spec, key)
+    for child_table, child_column in spec["children"]:
+        sql = f'SELECT COUNT(*) FROM "{child_table}" WHERE "{child_column}" = ?'
+        count = db.execute(sql, (key,)).fetchone()[0]
+        if count:
+            raise PermissionError(
+                f"cannot delete {spec['entity']} {key!r}: {count} {child_table} rows refer to it"
+            )
+    db.execute(f'DELETE FROM "{spec["table"]}" WHERE "{spec["pk"]}" = ?', (key,))
+    return {"deleted": True, spec["pk"]: key}
