@@ -18,7 +18,9 @@ class CreateEpisodeSerializer(serializers.Serializer):
     environment = serializers.PrimaryKeyRelatedField(
         queryset=Environment.objects.filter(status=Environment.Status.VERIFIED), required=False
     )
-    task = serializers.PrimaryKeyRelatedField(queryset=Task.objects.select_related("environment"), required=False)
+    task = serializers.PrimaryKeyRelatedField(
+        queryset=Task.objects.select_related("environment"), required=False
+    )
 
     def validate(self, attrs):
         if not attrs.get("environment") and not attrs.get("task"):
@@ -62,7 +64,9 @@ class EpisodeCollection(EpisodeView):
         environment = payload.validated_data["environment"]
         task = payload.validated_data.get("task")
         try:
-            live = episode_service().create(environment.package_path, request.user.pk, environment.pk, task and task.pk)
+            live = episode_service().create(
+                environment.package_path, request.user.pk, environment.pk, task and task.pk
+            )
         except EpisodeLimitReached as exc:
             raise Throttled(detail=str(exc)) from exc
         body = {
@@ -88,7 +92,9 @@ class EpisodeCall(EpisodeView):
         live = _live(key, request)
         payload = CallToolSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = live.episode.call_tool(payload.validated_data["tool"], payload.validated_data["arguments"])
+        result = live.episode.call_tool(
+            payload.validated_data["tool"], payload.validated_data["arguments"]
+        )
         live.calls.append(result.to_dict())
         return Response(result.to_dict())
 

@@ -57,11 +57,15 @@ class EpisodeService:
                 self._pool = SandboxPool(workers=self._workers)
             return self._pool
 
-    def create(self, package_path: str, owner_id: int, environment_id: int, task_id: int | None) -> LiveEpisode:
+    def create(
+        self, package_path: str, owner_id: int, environment_id: int, task_id: int | None
+    ) -> LiveEpisode:
         self.expire_idle()
         with self._lock:
             if len(self._episodes) >= settings.AW_MAX_EPISODES:
-                raise EpisodeLimitReached(f"the server holds its limit of {settings.AW_MAX_EPISODES} episodes")
+                raise EpisodeLimitReached(
+                    f"the server holds its limit of {settings.AW_MAX_EPISODES} episodes"
+                )
             mine = sum(1 for live in self._episodes.values() if live.owner_id == owner_id)
             if mine >= settings.AW_MAX_EPISODES_PER_USER:
                 raise EpisodeLimitReached(

@@ -41,7 +41,9 @@ def category_for(manifest: dict[str, Any]) -> Category | None:
     category = manifest.get("category") or {}
     if not category.get("primary"):
         return None
-    return Category.ensure_path(category["primary"], category.get("secondary"), category.get("tertiary"))
+    return Category.ensure_path(
+        category["primary"], category.get("secondary"), category.get("tertiary")
+    )
 
 
 def tool_results(verification: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -69,7 +71,9 @@ def record_package(
     existing = Environment.objects.filter(name=package.name, version=package.version).first()
     if existing is not None:
         if existing.content_hash != package.content_hash:
-            raise ValueError(f"{existing} is already recorded with different content; versions are immutable")
+            raise ValueError(
+                f"{existing} is already recorded with different content; versions are immutable"
+            )
         return existing
     manifest = package.manifest
     tables, rows = database_size(package.state_path)

@@ -370,7 +370,7 @@ def publish(
         }
         manifest = {
             "name": spec["name"],
-            "version": _next_version(Path(root), spec["name"]),
+            "version": spec.get("version") or next_version_on_disk(Path(root), spec["name"]),
             "title": spec["title"],
             "description": spec["description"],
             "category": spec["category"],
@@ -393,7 +393,7 @@ def publish(
     return str(path)
 
 
-def _next_version(root: Path, name: str) -> int:
+def next_version_on_disk(root: Path, name: str) -> int:
     versions = [int(p.name[1:]) for p in (root / name).glob("v*") if p.name[1:].isdigit()]
     return max(versions, default=0) + 1
 

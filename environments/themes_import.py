@@ -1,0 +1,103 @@
+"""Storing imported themes: parse each document, classify it, mark near-duplicates."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from django.db import transaction
+
+from aw_site.llm import llm_settings
+from environments.discovery.classify import classify_theme
+from environments.discovery.themes import (
+    ThemeError,
+    find_near_duplicates,
+    normalized_name,
+    parse_theme_document,
+)
+from environments.models import Category, Theme
+
+KIND_ALIASES = {"tool_doc": "tool_doc", "mcp_spec": "mcp_spec", "prd": "prd", "manual": "manual"}
+
+
+def existing_theme_dicts(limit: int = 2000) -> list[tuple[Theme, dict[str, Any]]]:
+    rows = Theme.objects.exclude(source_kind=Theme.SourceKind.DIAGNOSIS).order_by("-created_at")[
+        :limit
+    ]
+    return [
+        (
+            row,
+            {
+                "title": row.title,
+                "name": row.name,
+                "description": row.description,
+                "tools": row.raw_spec.get("tools", []),
+            },
+        )
+        for row in rows
+    ]
+
+
+def store_themes(
+    ctx, source_kind: str, documents: list[Any], mcp_command: str | None, mcp_url: str | None
+) -> dict[str, Any]:
+    parsed: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for index, document in enumerate(documents):
+        try:
+            theme = parse_theme_document(document, f"document {index}")
+            if source_kind != "auto":
+                theme["source_kind"] = KIND_ALIASES.get(source_kind, theme["source_kind"])
+            parsed.append(theme)
+        except (ThemeError, KeyError, TypeError, ValueError) as exc:
+            errors.append(f"document {index}: {exc}")
+    if mcp_command or mcp_url:
+        from environments.mcp_import import MCPImportError, import_mcp_server
+
+        try:
+            target = mcp_url or shlex.split(mcp_command)
+            parsed.append(import_mcp_server(target))
+        except (MCPImportError, ValueError, OSError) as exc:
+            errors.append(f"MCP server {mcp_url or mcp_command}: {exc}")
+    ctx.progress(0.3, f"parsed {len(parsed)} theme(s), {len(errors)} error(s)")
+
+    existing = existing_theme_dicts()
+    pool = [theme for _, theme in existing] + parsed
+    duplicate_of: dict[int, int] = {}
+    for pair in find_near_duplicates(pool):
+        if pair["b"] >= len(existing) and pair["b"] not in duplicate_of:
+            duplicate_of[pair["b"]] = pair["a"]
+    settings = llm_settings()
+    created = []
+    with transaction.atomic():
+        rows: list[Theme] = [row for row, _ in existing]
+        for offset, theme in enumerate(parsed):
+            position = len(existing) + offset
+            classification = classify_theme(theme, settings)
+            category = Category.ensure_path(
+                classification.primary, classification.secondary, classification.tertiary
+            )
+            original = duplicate_of.get(position)
+            row = Theme.objects.create(
+                name=theme.get("name", "")[:200] or f"theme-{position}",
+                title=theme.get("title", "")[:300],
+                description=theme.get("description", ""),
+                source_kind=theme.get("source_kind", Theme.SourceKind.MANUAL),
+                raw_spec=theme,
+                provenance={**theme.get("provenance", {}), "classified_by": classification.method},
+                fingerprint=normalized_name(theme)[:64],
+                category=category,
+                duplicate_of=rows[original]
+                if original is not None and original < len(rows)
+                else None,
+                created_by=ctx.job.created_by,
+            )
+            rows.append(row)
+            created.append(row.pk)
+            ctx.progress(0.3 + 0.7 * (offset + 1) / max(1, len(parsed)), f"stored {row.name}")
+    duplicates = sum(
+        1 for pk in created if Theme.objects.filter(pk=pk, duplicate_of__isnull=False).exists()
+    )
+    if errors:
+        ctx.log("errors:\n" + "\n".join(errors[:50]))
+    return {"created": created, "duplicates": duplicates, "errors": errors}

@@ -1,0 +1,408 @@
+"""Console: the environment catalogue and one environment's tabs.
+
+The catalogue stays a handful of queries however large it grows: the taxonomy is read once and
+rolled up in Python, environment counts come from one GROUP BY, and cards use the denormalised
+tool/task counts. The database tab reads the package's ``state.sqlite`` read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Count, Q
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
+
+from aw_site import charts
+from aw_site.views import console_page, page_of
+from environments.models import Category, Environment, Tool
+
+CARDS_PER_PAGE = 24
+ROWS_PER_PAGE = 25
+TASKS_PER_PAGE = 25
+TABS = ("overview", "database", "tools", "graph", "tasks", "mcp")
+
+
+class Taxonomy:
+    """All categories in memory with environment counts rolled up to their ancestors."""
+
+    def __init__(self, categories: list[Category], direct_counts: dict[int | None, int]):
+        self.by_id = {c.pk: c for c in categories}
+        self.children: dict[int | None, list[Category]] = {}
+        for category in categories:
+            self.children.setdefault(category.parent_id, []).append(category)
+        self.direct = direct_counts
+        self.total: dict[int, int] = {}
+        for root in self.children.get(None, []):
+            self._roll_up(root)
+
+    @classmethod
+    def load(cls, environments) -> Taxonomy:
+        counts = {
+            row["category"]: row["n"]
+            for row in environments.order_by().values("category").annotate(n=Count("id"))
+        }
+        return cls(list(Category.objects.order_by("level", "name")), counts)
+
+    def _roll_up(self, category: Category) -> int:
+        total = self.direct.get(category.pk, 0) + sum(
+            self._roll_up(child) for child in self.children.get(category.pk, [])
+        )
+        self.total[category.pk] = total
+        return total
+
+    def descendants(self, pk: int) -> list[int]:
+        found, stack = [], [pk]
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack.extend(child.pk for child in self.children.get(current, []))
+        return found
+
+    def path(self, pk: int | None) -> str:
+        parts = []
+        while pk is not None and pk in self.by_id:
+            parts.append(self.by_id[pk].name)
+            pk = self.by_id[pk].parent_id
+        return " › ".join(reversed(parts))
+
+    def tree(self, selected: int | None) -> list[dict[str, Any]]:
+        """Nested nodes for the template: name, count, children, whether on the selected path."""
+        open_ids = set()
+        node = self.by_id.get(selected) if selected else None
+        while node is not None:
+            open_ids.add(node.pk)
+            node = self.by_id.get(node.parent_id)
+
+        def build(parent: int | None) -> list[dict[str, Any]]:
+            return [
+                {
+                    "category": c,
+                    "count": self.total.get(c.pk, 0),
+                    "children": build(c.pk),
+                    "open": c.pk in open_ids,
+                    "selected": c.pk == selected,
+                }
+                for c in self.children.get(parent, [])
+            ]
+
+        return build(None)
+
+    @property
+    def uncategorised(self) -> int:
+        return self.direct.get(None, 0)
+
+
+def _int_param(request, name: str) -> int | None:
+    try:
+        return int(request.GET.get(name, ""))
+    except ValueError:
+        return None
+
+
+@console_page
+def catalogue(request):
+    environments = Environment.objects.all()
+    taxonomy = Taxonomy.load(environments)
+    filters: dict[str, Any] = {"q": request.GET.get("q", "").strip()}
+    if filters["q"]:
+        q = filters["q"]
+        environments = environments.filter(
+            Q(name__icontains=q) | Q(title__icontains=q) | Q(description__icontains=q)
+        )
+    category = _int_param(request, "category")
+    if category is not None and category in taxonomy.by_id:
+        environments = environments.filter(category_id__in=taxonomy.descendants(category))
+    filters["category"] = category
+    status = request.GET.get("status", "")
+    if status in Environment.Status.values:
+        environments = environments.filter(status=status)
+    filters["status"] = status
+    for field, model_field in (
+        ("min_tools", "tool_count__gte"),
+        ("max_tools", "tool_count__lte"),
+        ("min_tasks", "task_count__gte"),
+        ("max_tasks", "task_count__lte"),
+    ):
+        value = _int_param(request, field)
+        filters[field] = value
+        if value is not None:
+            environments = environments.filter(**{model_field: value})
+    sort = request.GET.get("sort", "name")
+    ordering = {
+        "name": ("name", "-version"),
+        "newest": ("-created_at", "name"),
+        "tools": ("-tool_count", "name"),
+        "tasks": ("-task_count", "name"),
+    }.get(sort, ("name", "-version"))
+    filters["sort"] = sort
+    environments = environments.order_by(*ordering).only(
+        "id", "name", "version", "title", "description", "status", "category_id",
+        "tool_count", "task_count", "table_count", "row_count", "created_at",
+    )
+    page = page_of(request, environments, CARDS_PER_PAGE)
+    for environment in page.object_list:
+        environment.category_path = taxonomy.path(environment.category_id)
+    context = {
+        "page": page,
+        "filters": filters,
+        "tree": taxonomy.tree(category),
+        "uncategorised": taxonomy.uncategorised,
+        "total": sum(taxonomy.direct.values()),
+        "statuses": Environment.Status.values,
+        "selected_category": taxonomy.by_id.get(category) if category else None,
+        "selected_path": taxonomy.path(category) if category else "",
+    }
+    template = "environments/_catalogue_results.html" if request.htmx else "environments/catalogue.html"
+    return render(request, template, context)
+
+
+def _environment(pk: int) -> Environment:
+    return get_object_or_404(
+        Environment.objects.select_related(
+            "category__parent__parent", "theme", "parent", "created_by"
+        ),
+        pk=pk,
+    )
+
+
+@console_page
+def environment_detail(request, pk: int):
+    environment = _environment(pk)
+    tab = request.GET.get("tab", "overview")
+    if tab not in TABS:
+        tab = "overview"
+    context = {"environment": environment, "tabs": TABS, "tab": tab}
+    context.update(_tab_context(request, environment, tab))
+    return render(request, "environments/detail.html", context)
+
+
+@console_page
+def environment_tab(request, pk: int, tab: str):
+    if tab not in TABS:
+        raise Http404(f"no tab {tab!r}")
+    environment = _environment(pk)
+    context = {"environment": environment, "tabs": TABS, "tab": tab}
+    context.update(_tab_context(request, environment, tab))
+    return render(request, "environments/_tabs.html", context)
+
+
+def _tab_context(request, environment: Environment, tab: str) -> dict[str, Any]:
+    return {
+        "overview": _overview,
+        "database": _database,
+        "tools": _tools,
+        "graph": _graph,
+        "tasks": _tasks,
+        "mcp": _mcp,
+    }[tab](request, environment)
+
+
+def _overview(request, environment: Environment) -> dict[str, Any]:
+    versions = Environment.objects.filter(name=environment.name).only(
+        "id", "name", "version", "status", "created_at"
+    )
+    theme = environment.theme
+    return {
+        "versions": versions,
+        "theme": theme,
+        "provenance": environment.provenance if isinstance(environment.provenance, list) else [],
+        "verification_json": _pretty(environment.verification_report),
+        "theme_provenance_json": _pretty(theme.provenance) if theme else "",
+        "package_state": package_state(environment),
+    }
+
+
+def package_state(environment: Environment) -> Path | None:
+    """The package's state.sqlite when it exists on disk."""
+    if not environment.package_path:
+        return None
+    path = Path(environment.package_path) / "state.sqlite"
+    return path if path.is_file() else None
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write: the canonical state of a verified version is immutable."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def read_database(path: Path, table: str | None, page_number: int) -> dict[str, Any]:
+    """Tables with row counts, and one table's schema and page of rows."""
+    connection = open_read_only(path)
+    try:
+        names = [
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        tables = [
+            {"name": name, "rows": connection.execute(f"SELECT COUNT(*) FROM {_quote(name)}").fetchone()[0]}
+            for name in names
+        ]
+        if not names:
+            return {"tables": [], "table": None}
+        table = table if table in names else names[0]
+        columns = [dict(row) for row in connection.execute(f"PRAGMA table_info({_quote(table)})")]
+        foreign_keys = {
+            row["from"]: f"{row['table']}.{row['to']}"
+            for row in connection.execute(f"PRAGMA foreign_key_list({_quote(table)})")
+        }
+        for column in columns:
+            column["references"] = foreign_keys.get(column["name"], "")
+        create_sql = connection.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()[0]
+        total = next(t["rows"] for t in tables if t["name"] == table)
+        pages = max(1, -(-total // ROWS_PER_PAGE))
+        page_number = min(max(1, page_number), pages)
+        rows = connection.execute(
+            f"SELECT * FROM {_quote(table)} LIMIT ? OFFSET ?",
+            (ROWS_PER_PAGE, (page_number - 1) * ROWS_PER_PAGE),
+        ).fetchall()
+        return {
+            "tables": tables,
+            "table": table,
+            "columns": columns,
+            "create_sql": create_sql,
+            "rows": [[_cell(value) for value in row] for row in rows],
+            "total_rows": total,
+            "row_page": page_number,
+            "row_pages": pages,
+            "first_row": (page_number - 1) * ROWS_PER_PAGE + 1 if total else 0,
+            "last_row": min(total, page_number * ROWS_PER_PAGE),
+        }
+    finally:
+        connection.close()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    text = str(value)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _database(request, environment: Environment) -> dict[str, Any]:
+    path = package_state(environment)
+    if path is None:
+        return {"database_error": _missing_package_message(environment)}
+    try:
+        page_number = int(request.GET.get("page", "1"))
+    except ValueError:
+        page_number = 1
+    try:
+        return {"database": read_database(path, request.GET.get("table"), page_number)}
+    except sqlite3.Error as exc:
+        return {"database_error": f"Could not read {path.name}: {exc}"}
+
+
+def _missing_package_message(environment: Environment) -> str:
+    if not environment.package_path:
+        return "This environment has no package on disk yet."
+    return f"The package at {environment.package_path} is missing or has no state.sqlite."
+
+
+def _tools(request, environment: Environment) -> dict[str, Any]:
+    tools = list(Tool.objects.filter(environment=environment).prefetch_related("tests"))
+    for tool in tools:
+        tool.schema_json = _pretty(tool.schema)
+        tool.verification_json = _pretty(tool.verification) if tool.verification else ""
+        tests = list(tool.tests.all())
+        tool.passed_tests = sum(1 for t in tests if t.passed)
+        tool.test_list = tests
+    return {"tools": tools}
+
+
+def tool_graph_data(environment: Environment) -> tuple[dict[str, Any], str]:
+    """Nodes and edges of the tool dependency graph, and where they came from.
+
+    The synthesis graph is built from the package when it is on disk; otherwise the graph the
+    manifest recorded at publication is used; otherwise tools are drawn without edges.
+    """
+    source_error = ""
+    if environment.package_path and Path(environment.package_path).is_dir():
+        try:
+            from tasks.synthesis.tool_graph import build_tool_graph
+
+            data = build_tool_graph(environment.package_path).to_dict()
+            if data.get("nodes"):
+                return data, "built from the package by tasks.synthesis.tool_graph"
+        except Exception as exc:  # a broken package must not break the page
+            source_error = f"{type(exc).__name__}: {exc}"
+    manifest = environment.manifest if isinstance(environment.manifest, dict) else {}
+    recorded = manifest.get("tool_graph")
+    if isinstance(recorded, dict) and recorded.get("nodes"):
+        return recorded, "recorded in the manifest"
+    kinds = manifest.get("tool_kinds", {}) if isinstance(manifest.get("tool_kinds"), dict) else {}
+    names = [
+        t.get("function", {}).get("name")
+        for t in manifest.get("tools", [])
+        if isinstance(t, dict) and t.get("function", {}).get("name")
+    ] or list(Tool.objects.filter(environment=environment).values_list("name", flat=True))
+    note = "no dependency data; tools shown without edges"
+    if source_error:
+        note += f" (graph build failed: {source_error})"
+    return {"nodes": [{"id": n, "kind": kinds.get(n, "read")} for n in names], "edges": []}, note
+
+
+def _graph(request, environment: Environment) -> dict[str, Any]:
+    data, source = tool_graph_data(environment)
+    nodes = [n for n in data.get("nodes", []) if isinstance(n, dict)]
+    edges = [e for e in data.get("edges", []) if isinstance(e, dict)]
+    return {
+        "graph_svg": mark_safe(charts.tool_graph(nodes, edges)),
+        "graph_source": source,
+        "graph_edges": edges,
+        "graph_node_count": len(nodes),
+    }
+
+
+def _tasks(request, environment: Environment) -> dict[str, Any]:
+    tasks = environment.tasks.all()
+    split = request.GET.get("split", "")
+    if split:
+        tasks = tasks.filter(split=split)
+    page = page_of(request, tasks, TASKS_PER_PAGE)
+    for task in page.object_list:
+        task.gold_json = _pretty(task.gold_chain)
+        task.answer_json = _pretty(task.reference_answer)
+    return {"task_page": page, "split": split}
+
+
+def _mcp(request, environment: Environment) -> dict[str, Any]:
+    http_url = request.build_absolute_uri(f"/mcp/{environment.name}/")
+    stdio_config = {
+        "mcpServers": {
+            environment.name: {
+                "command": "python",
+                "args": ["manage.py", "serve_mcp", environment.name],
+            }
+        }
+    }
+    http_config = {"mcpServers": {environment.name: {"url": http_url}}}
+    return {
+        "mcp_http_url": http_url,
+        "mcp_stdio_command": f"python manage.py serve_mcp {environment.name}",
+        "mcp_stdio_config": json.dumps(stdio_config, indent=2),
+        "mcp_http_config": json.dumps(http_config, indent=2),
+    }
+
+
+def _pretty(value: Any) -> str:
+    if value in (None, "", {}, []):
+        return ""
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)

@@ -1,0 +1,101 @@
+"""Discovery as jobs: builds recorded as verified environments, failures explained, themes imported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.db import transaction
+
+from aw_site.jobs import enqueue
+from aw_site.models import Job
+from environments.models import Environment, Theme, Tool
+from tests.support.worker import celery_worker, redis_available, wait_for
+
+THEMES = Path(__file__).resolve().parents[1] / "environments" / "data" / "themes"
+
+
+@pytest.fixture
+def storage(settings, tmp_path):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    return settings.STORAGE_ROOT
+
+
+def run_job(kind: str, arguments: dict) -> Job:
+    with transaction.atomic():
+        job = enqueue(kind, arguments)
+    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=120, message=kind)
+    return Job.objects.get(pk=job.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_build_environment_job_records_a_verified_version(storage):
+    job = run_job("environments.build_environment", {"source": "elements"})
+    assert job.state == "succeeded", job.error
+    environment = Environment.objects.get(name="elements")
+    assert environment.status == "verified" and environment.version == 1
+    assert environment.category.primary().name == "Science & Research"
+    assert environment.tool_count == Tool.objects.filter(environment=environment).count() >= 5
+    assert environment.row_count > 100 and environment.table_count >= 1
+    assert Path(environment.package_path).is_relative_to(storage)
+    tool = environment.tools.filter(kind="write").first()
+    assert tool is not None and tool.source.startswith("def ") and tool.tests.exists()
+    assert "Science" in job.log_tail or "published" in job.message
+    again = run_job("environments.build_environment", {"source": "elements"})
+    assert again.state == "succeeded"
+    assert sorted(
+        Environment.objects.filter(name="elements").values_list("version", flat=True)
+    ) == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_unknown_source_fails_with_reason_and_nothing_is_recorded(storage):
+    job = run_job("environments.build_catalogue", {"sources": ["elements", "atlantis"]})
+    assert job.state == "failed" and "unknown source 'atlantis'" in job.error
+    assert not Job.objects.filter(kind="environments.build_environment").exists()
+    assert not Environment.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_themes_classifies_dedups_and_reports_bad_items(storage):
+    mcp_spec = json.loads(next(THEMES.glob("*time*.json")).read_text())
+    documents = [
+        mcp_spec,
+        mcp_spec,
+        {"not": "a theme"},
+        "# Pet clinic\n\nBook vet appointments for pets.",
+    ]
+    job = run_job("environments.import_themes", {"documents": documents})
+    assert job.state == "succeeded", job.error
+    assert len(job.result["created"]) == 3
+    assert job.result["errors"] and "document 2" in job.result["errors"][0]
+    themes = Theme.objects.order_by("pk")
+    assert themes[0].category is not None and themes[0].category.level == 3
+    assert themes[1].duplicate_of == themes[0]
+    assert themes[2].source_kind == "prd" and themes[2].duplicate_of is None
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not redis_available(), reason="Redis is not reachable")
+def test_catalogue_builds_fan_out_to_real_workers(storage, tmp_path):
+    with celery_worker(tmp_path, extra_env={"AW_STORAGE_ROOT": str(storage)}) as worker:
+        with transaction.atomic():
+            parent = enqueue(
+                "environments.build_catalogue", {"sources": ["elements", "http_status"]}
+            )
+        wait_for(
+            lambda: (
+                Job.objects.filter(kind="environments.build_environment", state="succeeded").count()
+                == 2
+            ),
+            timeout=180,
+            message=f"two builds\n{worker.log()[-3000:]}",
+        )
+    assert Job.objects.get(pk=parent.pk).state == "succeeded"
+    assert set(Environment.objects.filter(status="verified").values_list("name", flat=True)) == {
+        "elements",
+        "http_status",
+    }
