@@ -103,7 +103,9 @@ def line_chart(
         f'aria-label="{escape(title or y_label or "line chart")}" {FONT} font-size="11">'
     ]
     if title:
-        parts.append(f'<text x="{left}" y="15" font-size="13" font-weight="600">{escape(title)}</text>')
+        parts.append(
+            f'<text x="{left}" y="15" font-size="13" font-weight="600">{escape(title)}</text>'
+        )
     for tick in y_ticks:
         y = sy(tick)
         parts.append(
@@ -114,11 +116,13 @@ def line_chart(
     if len(x_ticks) > 10:
         x_ticks = nice_ticks(x_low, x_high, 8)
         x_ticks = [t for t in x_ticks if x_low <= t <= x_high]
+    whole = all(float(t).is_integer() for t in x_ticks)
     for tick in x_ticks:
         x = sx(tick)
+        text = f"{int(tick)}" if whole else _fmt(tick)
         parts.append(
             f'<text x="{x:.1f}" y="{top + plot_h + 15}" text-anchor="middle" fill="#6b7280">'
-            f"{_fmt(tick)}</text>"
+            f"{text}</text>"
         )
     parts.append(
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9ca3af"/>'
@@ -211,9 +215,36 @@ def _grid_layout(names: Sequence[str]) -> dict[str, tuple[float, float]]:
     }
 
 
-def tool_graph(
-    nodes: Sequence[Mapping], edges: Sequence[Mapping], *, node_width: int = 170
+def _edge_path(
+    a: tuple[float, float],
+    b: tuple[float, float],
+    width: int,
+    height: int,
+    name: str,
+    labels: list[str],
 ) -> str:
+    """A curved arrow from box a to box b: sideways between columns, vertical within one."""
+    (x1, y1), (x2, y2) = a, b
+    if abs(x2 - x1) < 1:
+        down = y2 > y1
+        sx, sy = x1 + width / 2, y1 + height if down else y1
+        ex, ey = x2 + width / 2, y2 if down else y2 + height
+        bow = 60.0
+        d = f"M {sx:.1f} {sy:.1f} C {sx + bow:.1f} {sy:.1f}, {ex + bow:.1f} {ey:.1f}, {ex:.1f} {ey:.1f}"
+    else:
+        forward = x2 > x1
+        sx, sy = (x1 + width if forward else x1), y1 + height / 2
+        ex, ey = (x2 if forward else x2 + width), y2 + height / 2
+        bend = (ex - sx) / 2
+        d = f"M {sx:.1f} {sy:.1f} C {sx + bend:.1f} {sy:.1f}, {ex - bend:.1f} {ey:.1f}, {ex:.1f} {ey:.1f}"
+    detail = ": " + "; ".join(labels) if labels else ""
+    return (
+        f'<path class="edge" d="{d}" fill="none" stroke="#9ca3af" stroke-width="1.4" '
+        f'marker-end="url(#arrow)"><title>{escape(name)}{escape(detail)}</title></path>'
+    )
+
+
+def tool_graph(nodes: Sequence[Mapping], edges: Sequence[Mapping], *, node_width: int = 170) -> str:
     """A tool dependency graph: boxes for tools (read/write coloured), arrows for data flow.
 
     ``nodes`` carry ``id`` (or ``name``), optional ``kind`` and ``x``/``y``; ``edges`` carry
@@ -238,25 +269,22 @@ def tool_graph(
         'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
         'fill="#6b7280"/></marker></defs>',
     ]
+    links: dict[tuple[str, str], list[str]] = {}
     for edge in edges:
         source, target = str(edge.get("source")), str(edge.get("target"))
-        if source not in position or target not in position or source == target:
-            continue
-        (x1, y1), (x2, y2) = position[source], position[target]
-        start = (x1 + node_width, y1 + node_height / 2) if x2 > x1 else (x1, y1 + node_height / 2)
-        end = (x2, y2 + node_height / 2) if x2 > x1 else (x2 + node_width, y2 + node_height / 2)
-        if x2 == x1:
-            start, end = (x1 + node_width / 2, y1 + node_height), (x2 + node_width / 2, y2)
-            if y2 < y1:
-                start, end = (x1 + node_width / 2, y1), (x2 + node_width / 2, y2 + node_height)
-        bend = (end[0] - start[0]) / 2 or 40
-        label = f"{edge.get('field', '')} → {edge.get('param', '')}".strip(" →")
+        if source in position and target in position and source != target:
+            label = f"{edge.get('field', '')} → {edge.get('param', '')}".strip(" →")
+            links.setdefault((source, target), []).append(label)
+    for (source, target), labels in links.items():
         parts.append(
-            f'<path class="edge" d="M {start[0]:.1f} {start[1]:.1f} C {start[0] + bend:.1f} '
-            f'{start[1]:.1f}, {end[0] - bend:.1f} {end[1]:.1f}, {end[0]:.1f} {end[1]:.1f}" '
-            f'fill="none" stroke="#9ca3af" stroke-width="1.4" marker-end="url(#arrow)">'
-            f"<title>{escape(source)} → {escape(target)}"
-            f"{': ' + escape(label) if label else ''}</title></path>"
+            _edge_path(
+                position[source],
+                position[target],
+                node_width,
+                node_height,
+                f"{source} → {target}",
+                [lb for lb in labels if lb],
+            )
         )
     for node_id, node in zip(ids, nodes, strict=True):
         x, y = position[node_id]
@@ -272,4 +300,3 @@ def tool_graph(
         )
     parts.append("</svg>")
     return "".join(parts)
-

@@ -1,11 +1,41 @@
-"""Console pages (HTMX), one include per app."""
+"""Console pages (HTMX): catalogue, environments, tasks, trajectories, training, rounds, jobs."""
 
-from django.urls import include, path
+from django.urls import path
 
+from arena import views as arena_views
 from aw_site import views
+from environments import views as environment_views
+from tasks import views as task_views
+from training import views as training_views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # Catalogue and environments
+    path("environments/", environment_views.catalogue, name="catalogue"),
+    path("environments/<int:pk>/", environment_views.environment_detail, name="environment-detail"),
+    path(
+        "environments/<int:pk>/tabs/<slug:tab>/",
+        environment_views.environment_tab,
+        name="environment-tab",
+    ),
+    path("tasks/<int:pk>/", task_views.task_detail, name="task-detail"),
+    # Trajectories and training
+    path("trajectories/", training_views.trajectory_list, name="trajectory-list"),
+    path("trajectories/<int:pk>/", training_views.trajectory_detail, name="trajectory-detail"),
+    path("training/", training_views.training_run_list, name="training-run-list"),
+    path("training/<int:pk>/", training_views.training_run_detail, name="training-run-detail"),
+    path(
+        "training/<int:pk>/metrics/",
+        training_views.training_run_metrics,
+        name="training-run-metrics",
+    ),
+    # Evolution rounds and reviews
+    path("rounds/", arena_views.round_list, name="round-list"),
+    path("rounds/start/", arena_views.start_round_view, name="round-start"),
+    path("rounds/<int:number>/", arena_views.round_detail, name="round-detail"),
+    path("rounds/<int:number>/progress/", arena_views.round_progress, name="round-progress"),
+    path("proposals/<int:pk>/review/", arena_views.review_proposal_view, name="proposal-review"),
+    # Jobs
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/progress/", views.job_progress, name="job-progress"),

@@ -8,7 +8,6 @@ POST from a viewer is refused with 403 whatever the page showed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -30,11 +29,7 @@ def console_action(needed: str = REVIEWER) -> Callable:
     """A state-changing console action: signed in, POST only, the given role or above."""
 
     def decorate(view: Callable) -> Callable:
-        @wraps(view)
-        def guarded(request, *args, **kwargs):
-            return view(request, *args, **kwargs)
-
-        return login_required(require_POST(role_required(needed)(guarded)))
+        return login_required(require_POST(role_required(needed)(view)))
 
     return decorate
 
@@ -50,8 +45,10 @@ def home(request):
     from environments.models import Environment
     from training.models import TrainingRun, Trajectory
 
+    counts = _status_counts(Environment)
     context = {
-        "environment_counts": _status_counts(Environment),
+        "environment_counts": counts,
+        "environments_in_progress": sum(counts.get(s, 0) for s in ("draft", "mining", "verifying")),
         "trajectory_total": Trajectory.objects.count(),
         "trajectory_failed": Trajectory.objects.filter(success=False).count(),
         "rounds": EvolutionRound.objects.select_related("policy", "current_job")[:5],

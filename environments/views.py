@@ -141,8 +141,18 @@ def catalogue(request):
     }.get(sort, ("name", "-version"))
     filters["sort"] = sort
     environments = environments.order_by(*ordering).only(
-        "id", "name", "version", "title", "description", "status", "category_id",
-        "tool_count", "task_count", "table_count", "row_count", "created_at",
+        "id",
+        "name",
+        "version",
+        "title",
+        "description",
+        "status",
+        "category_id",
+        "tool_count",
+        "task_count",
+        "table_count",
+        "row_count",
+        "created_at",
     )
     page = page_of(request, environments, CARDS_PER_PAGE)
     for environment in page.object_list:
@@ -157,7 +167,9 @@ def catalogue(request):
         "selected_category": taxonomy.by_id.get(category) if category else None,
         "selected_path": taxonomy.path(category) if category else "",
     }
-    template = "environments/_catalogue_results.html" if request.htmx else "environments/catalogue.html"
+    template = (
+        "environments/_catalogue_results.html" if request.htmx else "environments/catalogue.html"
+    )
     return render(request, template, context)
 
 
@@ -248,7 +260,10 @@ def read_database(path: Path, table: str | None, page_number: int) -> dict[str, 
             )
         ]
         tables = [
-            {"name": name, "rows": connection.execute(f"SELECT COUNT(*) FROM {_quote(name)}").fetchone()[0]}
+            {
+                "name": name,
+                "rows": connection.execute(f"SELECT COUNT(*) FROM {_quote(name)}").fetchone()[0],
+            }
             for name in names
         ]
         if not names:

@@ -58,3 +58,9 @@ def reviewer_api(reviewer):
 @pytest.fixture
 def admin_api(admin_user):
     return token_client(admin_user)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Password hashing dominates user set-up; tests need no slow hash."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

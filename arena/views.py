@@ -1,0 +1,307 @@
+"""Console: evolution rounds with their scores, diagnosis and proposals, and the review actions.
+
+Starting a round and reviewing a proposal go through ``arena.rounds`` (start_round,
+review_proposal); these views only check the role, read the form and show the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
+
+from arena.models import DiagnosisReport, EvolutionRound, ExpansionProposal
+from aw_site import charts
+from aw_site.roles import REVIEWER
+from aw_site.views import JOB_POLL, console_action, console_page
+from training.models import Policy
+
+TERMINAL = (EvolutionRound.Status.DONE, EvolutionRound.Status.FAILED)
+PIPELINE = ("evaluating", "diagnosing", "awaiting_approval", "expanding", "training", "done")
+
+
+def scores_chart(rounds: list[EvolutionRound], title: str = "Per-category score by round") -> str:
+    """One line per category across rounds (x = round number)."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for evolution_round in sorted(rounds, key=lambda r: r.number):
+        scores = evolution_round.scores if isinstance(evolution_round.scores, dict) else {}
+        for category, score in scores.items():
+            if isinstance(score, int | float):
+                series.setdefault(str(category), []).append((evolution_round.number, float(score)))
+    return charts.line_chart(
+        dict(sorted(series.items())),
+        y_range=(0.0, 1.0),
+        x_label="round",
+        title=title,
+        empty_message="No scores yet",
+    )
+
+
+def mean_score(scores: Any) -> float | None:
+    values = (
+        [v for v in (scores or {}).values() if isinstance(v, int | float)]
+        if isinstance(scores, dict)
+        else []
+    )
+    return sum(values) / len(values) if values else None
+
+
+def score_rows(evolution_round: EvolutionRound, history: list[EvolutionRound]) -> list[dict]:
+    """This round's category scores with the change since the previous round that scored it."""
+    scores = evolution_round.scores if isinstance(evolution_round.scores, dict) else {}
+    earlier = sorted(
+        (r for r in history if r.number < evolution_round.number), key=lambda r: -r.number
+    )
+    rows = []
+    for category, value in sorted(scores.items()):
+        previous = next(
+            (
+                r.scores[category]
+                for r in earlier
+                if isinstance(r.scores, dict) and isinstance(r.scores.get(category), int | float)
+            ),
+            None,
+        )
+        delta = (
+            value - previous if isinstance(value, int | float) and previous is not None else None
+        )
+        rows.append({"category": category, "score": value, "delta": delta})
+    return rows
+
+
+def _counts(mapping: Any) -> list[tuple[str, float]]:
+    """{name: count} or {name: {label: count}} as (name, total) pairs."""
+    if not isinstance(mapping, dict):
+        return []
+    pairs = []
+    for name, value in mapping.items():
+        if isinstance(value, dict):
+            value = sum(v for v in value.values() if isinstance(v, int | float))
+        if isinstance(value, int | float):
+            pairs.append((str(name), float(value)))
+    return pairs
+
+
+def distribution_charts(report: DiagnosisReport | None) -> dict[str, str]:
+    distribution = report.distribution if report and isinstance(report.distribution, dict) else {}
+    return {
+        "label_chart": mark_safe(
+            charts.bar_chart(_counts(distribution.get("by_label")), title="Failures by error label")
+        ),
+        "category_chart": mark_safe(
+            charts.bar_chart(
+                _counts(distribution.get("by_category")),
+                title="Failures by category",
+                color=charts.PALETTE[3],
+            )
+        ),
+        "environment_chart": mark_safe(
+            charts.bar_chart(
+                _counts(distribution.get("by_environment")),
+                title="Failures by environment",
+                color=charts.PALETTE[4],
+            )
+        ),
+    }
+
+
+@console_page
+def round_list(request):
+    rounds = list(
+        EvolutionRound.objects.select_related("policy", "trained_policy", "current_job")[:100]
+    )
+    for evolution_round in rounds:
+        evolution_round.mean_score = mean_score(evolution_round.scores)
+    context = {
+        "rounds": rounds,
+        "scores_chart": mark_safe(scores_chart(rounds)),
+        "policies": Policy.objects.all()[:200],
+        "job_poll": JOB_POLL,
+    }
+    return render(request, "arena/round_list.html", context)
+
+
+def _round(number: int) -> EvolutionRound:
+    return get_object_or_404(
+        EvolutionRound.objects.select_related(
+            "policy", "trained_policy", "training_run", "current_job", "started_by"
+        ),
+        number=number,
+    )
+
+
+def pipeline(evolution_round: EvolutionRound) -> list[dict[str, str]]:
+    """The round's states in order, each marked done, current or to do."""
+    status = evolution_round.status
+    skipped = evolution_round.auto_approve
+    current = PIPELINE.index(status) if status in PIPELINE else -1
+    stages = []
+    for index, name in enumerate(PIPELINE):
+        if status == EvolutionRound.Status.FAILED:
+            state = "failed" if index == 0 else "todo"
+        elif name == "done" and status == "done":
+            state = "done"
+        elif index < current:
+            state = "done"
+        elif index == current:
+            state = "current"
+        else:
+            state = "todo"
+        if name == "awaiting_approval" and skipped:
+            state = "skipped"
+        stages.append({"name": name, "label": name.replace("_", " "), "state": state})
+    return stages
+
+
+def _round_live(evolution_round: EvolutionRound) -> bool:
+    job = evolution_round.current_job
+    return evolution_round.status not in TERMINAL or (job is not None and not job.is_finished)
+
+
+@console_page
+def round_detail(request, number: int):
+    evolution_round = _round(number)
+    report = evolution_round.diagnoses.order_by("-created_at").first()
+    evaluation = evolution_round.evaluations.order_by("-created_at").first()
+    proposals = list(
+        evolution_round.proposals.select_related(
+            "environment", "category", "reviewer", "applied_job"
+        )
+    )
+    for proposal in proposals:
+        _decorate_proposal(proposal)
+    history = list(EvolutionRound.objects.filter(number__lte=number).only("number", "scores"))
+    context = {
+        "round": evolution_round,
+        "stages": pipeline(evolution_round),
+        "live": _round_live(evolution_round),
+        "job_poll": JOB_POLL,
+        "report": report,
+        "evaluation": evaluation,
+        "proposals": proposals,
+        "pending_count": sum(1 for p in proposals if p.status == ExpansionProposal.Status.PENDING),
+        "scores": score_rows(evolution_round, history),
+        "scores_chart": mark_safe(scores_chart(history)),
+        "weakest_json": _pretty(report.weakest) if report else "",
+        "results_json": _pretty(evaluation.results) if evaluation else "",
+        "jobs": evolution_round.jobs.order_by("-created_at")[:20],
+        **distribution_charts(report),
+    }
+    return render(request, "arena/round_detail.html", context)
+
+
+@console_page
+def round_progress(request, number: int):
+    """HTMX fragment polled while the round works; a status change reloads the whole page."""
+    evolution_round = _round(number)
+    seen = request.GET.get("seen")
+    if seen and seen != evolution_round.status and request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    context = {
+        "round": evolution_round,
+        "stages": pipeline(evolution_round),
+        "live": _round_live(evolution_round),
+        "job_poll": JOB_POLL,
+    }
+    return render(request, "arena/_round_progress.html", context)
+
+
+def _checkbox(request, name: str, default: bool) -> bool:
+    if name not in request.POST:
+        return default if not request.POST.get("_form") else False
+    return request.POST.get(name) in ("on", "true", "1", "yes")
+
+
+def _bounded_int(request, name: str, default: int, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(request.POST.get(name, default))))
+    except (TypeError, ValueError):
+        return default
+
+
+@console_action(REVIEWER)
+def start_round_view(request):
+    from arena import rounds
+
+    start_round = getattr(rounds, "start_round", None)
+    if start_round is None:
+        messages.error(request, "The round machinery (arena.rounds.start_round) is not installed.")
+        return redirect("round-list")
+    policy = None
+    if request.POST.get("policy"):
+        policy = Policy.objects.filter(pk=request.POST["policy"]).first()
+        if policy is None:
+            messages.error(request, "That policy does not exist.")
+            return redirect("round-list")
+    options: dict[str, Any] = {
+        "policy": policy,
+        "auto_approve": _checkbox(request, "auto_approve", False),
+        "environments_per_category": _bounded_int(request, "environments_per_category", 2, 1, 50),
+        "tasks_per_environment": _bounded_int(request, "tasks_per_environment", 4, 1, 200),
+        "train": _checkbox(request, "train", True),
+    }
+    if request.POST.get("seed", "").strip():
+        options["seed"] = _bounded_int(request, "seed", 0, 0, 2**31 - 1)
+    try:
+        evolution_round = start_round(request.user, **options)
+    except ValidationError as exc:
+        messages.error(request, "Could not start a round: " + "; ".join(exc.messages))
+        return redirect("round-list")
+    messages.success(request, f"Round {evolution_round.number} started.")
+    return redirect("round-detail", number=evolution_round.number)
+
+
+def _decorate_proposal(proposal: ExpansionProposal) -> ExpansionProposal:
+    proposal.params_json = _pretty(proposal.params)
+    proposal.evidence_json = _pretty(proposal.evidence)
+    proposal.result_json = _pretty(proposal.result)
+    proposal.is_pending = proposal.status == ExpansionProposal.Status.PENDING
+    return proposal
+
+
+@console_action(REVIEWER)
+def review_proposal_view(request, pk: int):
+    from arena import rounds
+
+    decision = request.POST.get("decision")
+    note = request.POST.get("note", "").strip()[:2000]
+    error = ""
+    if decision not in ("approve", "reject"):
+        error = "Choose approve or reject."
+    elif getattr(rounds, "review_proposal", None) is None:
+        error = "The round machinery (arena.rounds.review_proposal) is not installed."
+    else:
+        try:
+            with transaction.atomic():
+                proposal = get_object_or_404(ExpansionProposal.objects.select_for_update(), pk=pk)
+                rounds.review_proposal(
+                    proposal, request.user, approve=decision == "approve", note=note
+                )
+        except ValidationError as exc:
+            error = "; ".join(exc.messages)
+    proposal = get_object_or_404(
+        ExpansionProposal.objects.select_related("round", "environment", "category", "reviewer"),
+        pk=pk,
+    )
+    if request.htmx:
+        context = {"proposal": _decorate_proposal(proposal), "review_error": error}
+        return render(request, "arena/_proposal.html", context)
+    if error:
+        messages.error(request, f"Proposal #{pk}: {error}")
+    else:
+        messages.success(request, f"Proposal #{pk} {proposal.status}.")
+    return redirect("round-detail", number=proposal.round.number)
+
+
+def _pretty(value: Any) -> str:
+    if value in (None, "", {}, []):
+        return ""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

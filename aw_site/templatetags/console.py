@@ -1,0 +1,99 @@
+"""Template filters the console pages share: status colours, percentages, short numbers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+STATUS_TONES = {
+    "verified": "good",
+    "succeeded": "good",
+    "done": "good",
+    "approved": "good",
+    "applied": "good",
+    "success": "good",
+    "answer": "good",
+    "failed": "bad",
+    "rejected": "bad",
+    "policy_error": "bad",
+    "format_error": "bad",
+    "step_budget": "warn",
+    "retired": "muted",
+    "draft": "muted",
+    "queued": "muted",
+    "pending": "warn",
+    "awaiting_approval": "warn",
+    "retrying": "warn",
+}
+
+
+@register.filter
+def tone(status: Any) -> str:
+    """A CSS tone (good, bad, warn, muted, busy) for a status word."""
+    return STATUS_TONES.get(str(status), "busy")
+
+
+@register.filter
+def percent(value: Any, digits: int = 0) -> str:
+    try:
+        return f"{float(value) * 100:.{int(digits)}f}%"
+    except (TypeError, ValueError):
+        return "–"
+
+
+@register.filter
+def score(value: Any) -> str:
+    try:
+        return f"{float(value):.2f}"
+    except (TypeError, ValueError):
+        return "–"
+
+
+@register.filter
+def compact(value: Any) -> str:
+    """12345 -> 12.3k."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(number) >= size:
+            return f"{number / size:.1f}{suffix}"
+    return f"{number:.0f}" if number == int(number) else f"{number:.2f}"
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.filter
+def humanize_label(value: Any) -> str:
+    return str(value).replace("_", " ")
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.simple_tag(takes_context=True)
+def nav_active(context, names: str) -> str:
+    """'active' when the current URL name is one of the comma-separated names."""
+    match = getattr(context.get("request"), "resolver_match", None)
+    current = getattr(match, "url_name", "") or ""
+    return "active" if current in {n.strip() for n in names.split(",")} else ""
+
+
+@register.filter
+def trail(category: Any) -> str:
+    """A category's path from its primary, joined by ' › '."""
+    parts = []
+    while category is not None:
+        parts.append(category.name)
+        category = category.parent
+    return " › ".join(reversed(parts))

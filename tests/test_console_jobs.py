@@ -1,0 +1,91 @@
+"""Live job pages, training runs with reward curves, and the home overview."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from aw_site.models import Job
+from tests.support import factories
+from training.models import TrainingRun
+
+
+@pytest.fixture
+def signed_in(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.mark.django_db
+def test_job_list_shows_progress_and_log_tail_of_running_jobs(signed_in):
+    running = factories.make_job("environments.mine", progress=0.3, log="[12:00:00] mined 40 rows")
+    done = factories.make_job("tasks.synthesize", state=Job.State.SUCCEEDED, progress=1.0)
+    body = signed_in.get(reverse("job-list")).content.decode()
+    assert f'hx-get="/jobs/{running.pk}/progress/"' in body
+    assert f'hx-get="/jobs/{done.pk}/progress/"' not in body  # finished jobs do not poll
+    assert "mined 40 rows" in body and 'aria-valuenow="30"' in body
+
+
+@pytest.mark.django_db
+def test_job_list_filters(signed_in):
+    factories.make_job("environments.mine")
+    factories.make_job("tasks.synthesize", state=Job.State.FAILED, error="boom")
+    kinds = lambda **p: [j.kind for j in signed_in.get(reverse("job-list"), p).context["page"]]  # noqa: E731
+    assert kinds(state="active") == ["environments.mine"]
+    assert kinds(state="failed") == ["tasks.synthesize"]
+    assert kinds(kind="environments.mine") == ["environments.mine"]
+
+
+@pytest.mark.django_db
+def test_progress_fragment_follows_the_job_until_it_finishes(signed_in):
+    job = factories.make_job(progress=0.1)
+    url = reverse("job-progress", args=[job.pk])
+    first = signed_in.get(url).content.decode()
+    assert 'hx-trigger="every 1s"' in first and "10%" in first
+    Job.objects.filter(pk=job.pk).update(
+        progress=0.65, message="halfway", log_tail="line one\nline two"
+    )
+    second = signed_in.get(url).content.decode()
+    assert "65%" in second and "halfway" in second and "line two" in second
+    Job.objects.filter(pk=job.pk).update(state=Job.State.FAILED, error="RuntimeError: lost")
+    last = signed_in.get(url).content.decode()
+    assert "hx-trigger" not in last and "RuntimeError: lost" in last
+    assert "line two" not in signed_in.get(url, {"log": "0"}).content.decode()
+
+
+@pytest.mark.django_db
+def test_job_detail(signed_in):
+    job = factories.make_job(arguments={"round": 3}, target="round:3")
+    body = signed_in.get(reverse("job-detail", args=[job.pk])).content.decode()
+    assert "round:3" in body and "&quot;round&quot;: 3" in body
+
+
+@pytest.mark.django_db
+def test_training_run_pages_draw_reward_curves(signed_in):
+    run = factories.make_training_run(metrics=6)
+    assert f"/training/{run.pk}/" in signed_in.get(reverse("training-run-list")).content.decode()
+    body = signed_in.get(reverse("training-run-detail", args=[run.pk])).content.decode()
+    assert 'data-series="reward_mean"' in body and 'data-series="success_rate"' in body
+    assert 'data-series="kl"' in body and 'data-series="loss"' in body
+    assert "1.6k" in body  # tokens per second of the last step
+    assert 'hx-get="/training/' not in body  # a finished run does not poll
+
+
+@pytest.mark.django_db
+def test_running_training_run_polls_its_metrics(signed_in):
+    job = factories.make_job("training.grpo", progress=0.2)
+    run = factories.make_training_run(metrics=2, status=TrainingRun.Status.RUNNING, job=job)
+    url = reverse("training-run-metrics", args=[run.pk])
+    body = signed_in.get(url).content.decode()
+    assert f'hx-get="{url}"' in body and 'data-metric-count="2"' in body
+    factories.add_metric(run, 2)
+    assert 'data-metric-count="3"' in signed_in.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_home_overview(signed_in):
+    scene = factories.make_review_scene()
+    factories.make_job("environments.mine", progress=0.5)
+    body = signed_in.get(reverse("home")).content.decode()
+    assert f"Round {scene['round'].number}" in body
+    assert "environments.mine" in body

@@ -1,0 +1,203 @@
+"""Rounds: scores and error charts, diagnosis, proposals, reviews and starting the next round."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from arena.models import EvolutionRound, ExpansionProposal
+from arena.views import pipeline, scores_chart
+from aw_site.models import Job
+from tests.support import factories
+
+
+@pytest.fixture
+def scene(db):
+    return factories.make_review_scene()
+
+
+@pytest.fixture
+def as_reviewer(client, reviewer):
+    client.force_login(reviewer)
+    return client
+
+
+@pytest.fixture
+def as_viewer(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.mark.django_db
+def test_round_list_charts_scores_across_rounds(as_viewer, scene):
+    response = as_viewer.get(reverse("round-list"))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-series="Shopping"' in body and 'data-series="Travel"' in body
+    assert f'data-round="{scene["round"].number}"' in body
+
+
+@pytest.mark.django_db
+def test_round_detail_shows_scores_errors_diagnosis_and_proposals(as_viewer, scene):
+    evolution_round = scene["round"]
+    response = as_viewer.get(reverse("round-detail", args=[evolution_round.number]))
+    body = response.content.decode()
+    assert response.status_code == 200
+    # per-category scores with the change since the previous round
+    rows = {row["category"]: row for row in response.context["scores"]}
+    assert rows["Shopping"]["delta"] == pytest.approx(0.15)
+    assert "+0.15" in body
+    # error distribution as bars
+    assert 'data-label="tool_error" data-value="5"' in body
+    assert 'data-label="Shopping" data-value="6"' in body
+    assert 'data-label="bookstore@v1" data-value="6"' in body
+    assert "skips the stock check" in body
+    assert f'id="proposal-{scene["proposal"].pk}"' in body
+    assert f'id="proposal-{scene["second_proposal"].pk}"' in body
+
+
+@pytest.mark.django_db
+def test_reviewer_sees_review_forms_with_csrf(as_reviewer, scene):
+    body = as_reviewer.get(reverse("round-detail", args=[scene["round"].number])).content.decode()
+    assert body.count('name="decision" value="approve"') == 2
+    assert "csrfmiddlewaretoken" in body
+    assert f'hx-post="/proposals/{scene["proposal"].pk}/review/"' in body
+
+
+@pytest.mark.django_db
+def test_reviewer_approves_with_a_note(as_reviewer, reviewer, scene):
+    proposal = scene["proposal"]
+    response = as_reviewer.post(
+        reverse("proposal-review", args=[proposal.pk]),
+        {"decision": "approve", "note": "focus on stock"},
+    )
+    assert response.status_code == 302
+    proposal.refresh_from_db()
+    assert proposal.status == ExpansionProposal.Status.APPROVED
+    assert proposal.reviewer == reviewer and proposal.review_note == "focus on stock"
+
+
+@pytest.mark.django_db
+def test_htmx_review_returns_the_updated_card(as_reviewer, scene):
+    proposal = scene["proposal"]
+    response = as_reviewer.post(
+        reverse("proposal-review", args=[proposal.pk]),
+        {"decision": "reject", "note": "not now"},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-status="rejected"' in body and "not now" in body
+    assert 'name="decision"' not in body  # no buttons once decided
+    again = as_reviewer.post(
+        reverse("proposal-review", args=[proposal.pk]),
+        {"decision": "approve"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert "already rejected" in again.content.decode()
+    proposal.refresh_from_db()
+    assert proposal.status == ExpansionProposal.Status.REJECTED
+
+
+@pytest.mark.django_db
+def test_reviewing_the_last_proposal_moves_the_round_on(as_reviewer, scene):
+    for proposal in (scene["proposal"], scene["second_proposal"]):
+        as_reviewer.post(reverse("proposal-review", args=[proposal.pk]), {"decision": "approve"})
+    scene["round"].refresh_from_db()
+    assert scene["round"].status == EvolutionRound.Status.EXPANDING
+
+
+@pytest.mark.django_db
+def test_bad_decision_is_refused_without_change(as_reviewer, scene):
+    proposal = scene["proposal"]
+    as_reviewer.post(reverse("proposal-review", args=[proposal.pk]), {"decision": "maybe"})
+    proposal.refresh_from_db()
+    assert proposal.status == ExpansionProposal.Status.PENDING
+
+
+@pytest.mark.django_db
+def test_start_round_calls_start_round_with_the_form(as_reviewer, reviewer, monkeypatch):
+    from arena import rounds
+
+    policy = factories.make_policy("base")
+    calls = []
+
+    def fake_start_round(user, **options):
+        calls.append((user, options))
+        return factories.make_round(policy=policy, status=EvolutionRound.Status.EVALUATING)
+
+    monkeypatch.setattr(rounds, "start_round", fake_start_round)
+    response = as_reviewer.post(
+        reverse("round-start"),
+        {
+            "_form": "1",
+            "policy": policy.pk,
+            "environments_per_category": "3",
+            "tasks_per_environment": "5",
+            "train": "on",
+            "seed": "7",
+        },
+    )
+    assert response.status_code == 302 and response["Location"] == "/rounds/1/"
+    user, options = calls[0]
+    assert user == reviewer
+    assert options == {
+        "policy": policy,
+        "auto_approve": False,
+        "environments_per_category": 3,
+        "tasks_per_environment": 5,
+        "train": True,
+        "seed": 7,
+    }
+
+
+@pytest.mark.django_db
+def test_start_round_for_real_enqueues_the_evaluation(as_reviewer, scene):
+    EvolutionRound.objects.update(status=EvolutionRound.Status.DONE)
+    response = as_reviewer.post(reverse("round-start"), {"_form": "1", "train": "on"})
+    newest = EvolutionRound.objects.order_by("-number").first()
+    assert response["Location"] == f"/rounds/{newest.number}/"
+    assert newest.current_job is not None and newest.current_job.kind == "arena.evaluate"
+
+
+@pytest.mark.django_db
+def test_start_round_refusal_is_shown(as_reviewer, scene):
+    response = as_reviewer.post(reverse("round-start"), {"_form": "1"}, follow=True)
+    assert "Could not start a round" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_progress_fragment_polls_while_the_round_works(as_viewer):
+    job = factories.make_job("arena.evaluate", progress=0.42, log="evaluating bookstore")
+    evolution_round = factories.make_round(status=EvolutionRound.Status.EVALUATING, job=job)
+    url = reverse("round-progress", args=[evolution_round.number])
+    body = as_viewer.get(url).content.decode()
+    assert 'hx-trigger="every 1s"' in body and "42%" in body and "evaluating bookstore" in body
+    # a status change since the page was drawn reloads the whole page
+    changed = as_viewer.get(url, {"seen": "training"}, HTTP_HX_REQUEST="true")
+    assert changed.status_code == 204 and changed["HX-Refresh"] == "true"
+    Job.objects.filter(pk=job.pk).update(state=Job.State.SUCCEEDED, progress=1.0)
+    EvolutionRound.objects.filter(pk=evolution_round.pk).update(status=EvolutionRound.Status.DONE)
+    assert "hx-trigger" not in as_viewer.get(url).content.decode()
+
+
+def test_pipeline_marks_done_current_and_skipped_stages():
+    evolution_round = EvolutionRound(status="expanding", auto_approve=True)
+    states = {s["name"]: s["state"] for s in pipeline(evolution_round)}
+    assert states == {
+        "evaluating": "done",
+        "diagnosing": "done",
+        "awaiting_approval": "skipped",
+        "expanding": "current",
+        "training": "todo",
+        "done": "todo",
+    }
+
+
+def test_scores_chart_draws_one_line_per_category():
+    rounds = [
+        EvolutionRound(number=1, scores={"A": 0.2, "B": 0.5}),
+        EvolutionRound(number=2, scores={"A": 0.4}),
+    ]
+    svg = scores_chart(rounds)
+    assert svg.count("<polyline") == 2 and 'data-series="A"' in svg

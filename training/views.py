@@ -1,0 +1,237 @@
+"""Console: trajectories (find failures, replay them step by step) and training runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
+
+from aw_site import charts
+from aw_site.views import console_page, page_of
+from environments.models import Environment
+from training.models import TrainingMetric, TrainingRun, Trajectory
+
+TRAJECTORIES_PER_PAGE = 40
+REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
+METRIC_POLL = "every 2s"
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value or "")
+    except ValueError:
+        return None
+
+
+@console_page
+def trajectory_list(request):
+    from arena.models import EvolutionRound, FailureLabel
+
+    trajectories = Trajectory.objects.select_related("task", "environment", "policy")
+    filters: dict[str, Any] = {}
+    outcome = request.GET.get("outcome", "")
+    if outcome == "failed":
+        trajectories = trajectories.filter(success=False)
+    elif outcome == "succeeded":
+        trajectories = trajectories.filter(success=True)
+    filters["outcome"] = outcome
+    environment = _int(request.GET.get("environment"))
+    if environment is not None:
+        trajectories = trajectories.filter(environment_id=environment)
+    filters["environment"] = environment
+    label = request.GET.get("label", "").strip()
+    if label:
+        trajectories = trajectories.filter(failure_labels__label=label)
+    filters["label"] = label
+    round_number = _int(request.GET.get("round"))
+    if round_number is not None:
+        trajectories = trajectories.filter(evaluations__round__number=round_number)
+    filters["round"] = round_number
+    reason = request.GET.get("reason", "")
+    if reason in Trajectory.FinishedReason.values:
+        trajectories = trajectories.filter(finished_reason=reason)
+    filters["reason"] = reason
+    if label or round_number is not None:
+        trajectories = trajectories.distinct()
+    page = page_of(
+        request,
+        trajectories.order_by("-created_at", "-id").prefetch_related("failure_labels"),
+        TRAJECTORIES_PER_PAGE,
+    )
+    for trajectory in page.object_list:
+        trajectory.labels = sorted({fl.label for fl in trajectory.failure_labels.all()})
+    context = {
+        "page": page,
+        "filters": filters,
+        "labels": FailureLabel.objects.order_by("label").values_list("label", flat=True).distinct(),
+        "rounds": EvolutionRound.objects.order_by("-number").values_list("number", flat=True),
+        "environments": Environment.objects.filter(trajectories__isnull=False)
+        .distinct()
+        .order_by("name", "-version")
+        .values("id", "name", "version"),
+        "reasons": Trajectory.FinishedReason.values,
+    }
+    return render(request, "training/trajectory_list.html", context)
+
+
+def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
+    """Components (score, reason) in a stable order, and the total, from the reward JSON."""
+    reward = reward if isinstance(reward, dict) else {}
+    components = []
+    names = [n for n in REWARD_COMPONENTS if n in reward] + sorted(
+        k for k, v in reward.items() if k not in REWARD_COMPONENTS and isinstance(v, dict)
+    )
+    for name in names:
+        value = reward[name]
+        if isinstance(value, dict):
+            score, reason = value.get("score"), value.get("reason", "")
+            weight = value.get("weight")
+        else:
+            score, reason, weight = value, "", None
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            score = None
+        components.append(
+            {
+                "name": name,
+                "score": score,
+                "percent": round(max(0.0, min(1.0, score)) * 100) if score is not None else 0,
+                "reason": reason,
+                "weight": weight,
+            }
+        )
+    total_value = reward.get("total", total)
+    try:
+        total_value = float(total_value)
+    except (TypeError, ValueError):
+        total_value = total
+    return {"components": components, "total": total_value}
+
+
+def _pretty(value: Any) -> str:
+    if value in (None, "", {}, []):
+        return ""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@console_page
+def trajectory_detail(request, pk: int):
+    from arena.models import FailureLabel
+
+    trajectory = get_object_or_404(
+        Trajectory.objects.select_related("task", "environment", "policy", "training_run"), pk=pk
+    )
+    steps = list(trajectory.steps.order_by("index"))
+    for step in steps:
+        step.arguments_json = _pretty(step.tool_arguments)
+        step.result_json = _pretty(step.tool_result)
+        step.diff_json = _pretty(step.state_diff)
+    task = trajectory.task
+    gold_chain = task.gold_chain if isinstance(task.gold_chain, list) else []
+    for link in gold_chain:
+        if isinstance(link, dict):
+            link["arguments_json"] = _pretty(link.get("arguments"))
+    called = [s.tool_name for s in steps if s.tool_name]
+    labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
+    for label in labels:
+        label.evidence_json = _pretty(label.evidence)
+    context = {
+        "trajectory": trajectory,
+        "task": task,
+        "steps": steps,
+        "gold_chain": [g for g in gold_chain if isinstance(g, dict)],
+        "called_tools": called,
+        "reward": reward_breakdown(trajectory.reward, trajectory.total_reward),
+        "labels": labels,
+        "final_diff_json": _pretty(trajectory.state_diff),
+        "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),
+    }
+    return render(request, "training/trajectory_detail.html", context)
+
+
+@console_page
+def training_run_list(request):
+    runs = TrainingRun.objects.select_related("base_policy", "output_policy", "job")
+    status = request.GET.get("status", "")
+    if status in TrainingRun.Status.values:
+        runs = runs.filter(status=status)
+    context = {
+        "page": page_of(request, runs, 30),
+        "status": status,
+        "statuses": TrainingRun.Status.values,
+    }
+    return render(request, "training/run_list.html", context)
+
+
+def metric_charts(run: TrainingRun) -> dict[str, Any]:
+    """Reward/success and KL/loss curves from the run's metric rows, plus the latest values."""
+    metrics = list(
+        TrainingMetric.objects.filter(run=run)
+        .order_by("step")
+        .values_list("phase", "step", "values")
+    )
+    series: dict[str, dict[str, list[tuple[float, float]]]] = {"reward": {}, "optim": {}}
+    latest: dict[str, Any] = {}
+    for phase, step, values in metrics:
+        if not isinstance(values, dict):
+            continue
+        for key, group in (
+            ("reward_mean", "reward"),
+            ("success_rate", "reward"),
+            ("kl", "optim"),
+            ("loss", "optim"),
+        ):
+            value = values.get(key)
+            if isinstance(value, int | float):
+                name = key if phase == "grpo" else f"{phase} {key}"
+                series[group].setdefault(name, []).append((step, float(value)))
+        latest = {"step": step, "phase": phase, **values}
+    return {
+        "reward_chart": mark_safe(
+            charts.line_chart(series["reward"], x_label="step", title="Reward and success rate")
+        ),
+        "optim_chart": mark_safe(
+            charts.line_chart(series["optim"], x_label="step", title="KL and loss")
+        ),
+        "latest": latest,
+        "metric_count": len(metrics),
+    }
+
+
+def _run_is_live(run: TrainingRun) -> bool:
+    return run.status in (TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING)
+
+
+@console_page
+def training_run_detail(request, pk: int):
+    run = get_object_or_404(
+        TrainingRun.objects.select_related("base_policy", "output_policy", "job"), pk=pk
+    )
+    context = {
+        "run": run,
+        "live": _run_is_live(run),
+        "metric_poll": METRIC_POLL,
+        "config_json": _pretty(run.config),
+        "summary_json": _pretty(run.summary),
+        "environments": run.environments.only("id", "name", "version"),
+        "checkpoints": run.checkpoints.all(),
+        "rounds": run.rounds.all(),
+        **metric_charts(run),
+    }
+    return render(request, "training/run_detail.html", context)
+
+
+@console_page
+def training_run_metrics(request, pk: int):
+    """HTMX fragment polled while the run is queued or running."""
+    run = get_object_or_404(TrainingRun, pk=pk)
+    context = {
+        "run": run,
+        "live": _run_is_live(run),
+        "metric_poll": METRIC_POLL,
+        **metric_charts(run),
+    }
+    return render(request, "training/_run_metrics.html", context)
