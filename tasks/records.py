@@ -15,7 +15,7 @@ from tasks.synthesis.task_spec import TaskSpec
 def difficulty_level(spec: TaskSpec) -> int:
     """One integer for filtering: the walk length (or solution call count), at least 1."""
     difficulty = spec.difficulty or {}
-    for key in ("level", "walk_length", "length", "steps"):
+    for key in ("steps", "walk_length", "length"):
         value = difficulty.get(key)
         if isinstance(value, int | float):
             return max(1, int(value))
@@ -24,8 +24,8 @@ def difficulty_level(spec: TaskSpec) -> int:
 
 def write_step_count(spec: TaskSpec) -> int:
     difficulty = spec.difficulty or {}
-    if isinstance(difficulty.get("write_steps"), int):
-        return difficulty["write_steps"]
+    if isinstance(difficulty.get("writes"), int):
+        return difficulty["writes"]
     return sum(1 for step in spec.gold_chain if step.get("kind") == "write")
 
 
@@ -65,9 +65,9 @@ def record_tasks(
     ``split`` fixes the split; otherwise ``split_of(spec) -> str`` decides it.
     """
     known = set(
-        Task.objects.filter(environment=environment, signature__in=[s.signature for s in specs]).values_list(
-            "signature", flat=True
-        )
+        Task.objects.filter(
+            environment=environment, signature__in=[s.signature for s in specs]
+        ).values_list("signature", flat=True)
     )
     rows = []
     for spec in specs:
@@ -91,7 +91,11 @@ def record_tasks(
                 signature=spec.signature,
                 seed=spec.seed,
                 round_number=round_number,
-                metadata={"difficulty": spec.difficulty, "tools": spec.tools, "extra": spec.metadata},
+                metadata={
+                    "difficulty": spec.difficulty,
+                    "tools": spec.tools,
+                    "extra": spec.metadata,
+                },
             )
         )
     created = Task.objects.bulk_create(rows)

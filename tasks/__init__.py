@@ -1,0 +1,1 @@
+"""Task synthesis, verifiers and rewards (plain Python; Django wraps it elsewhere)."""

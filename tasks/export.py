@@ -1,0 +1,227 @@
+"""Export tasks and trajectories to Hugging Face ``datasets`` (JSONL and Parquet).
+
+Rows are in the OpenAI messages + tools format trainers expect: a task row carries
+``messages`` (system, user) and ``tools`` (the offered tool schemas) plus the reference answer
+and gold run; a trajectory row carries the whole conversation (assistant tool_calls and tool
+results). Values whose shape varies row to row (tool schemas, answers, diffs) use the
+``datasets.Json`` feature, so they round-trip exactly; load with ``load_tasks`` /
+``load_trajectories`` or ``datasets.load_dataset(..., features=task_features())``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tasks.synthesis.task_spec import TaskSpec, as_task
+
+SYSTEM_PROMPT = (
+    "You are an agent working in the {title} environment. Use the tools to complete the "
+    "user's task step by step. When you are done, reply with the final answer only (JSON for "
+    "lists and objects); reply 'done' when the task asks for no answer."
+)
+
+
+def task_features():
+    from datasets import Features, Json, List, Value
+
+    return Features(
+        {
+            "task_id": Value("string"),
+            "environment": Value("string"),
+            "environment_version": Value("int64"),
+            "kind": Value("string"),
+            "split": Value("string"),
+            "messages": List({"role": Value("string"), "content": Value("string")}),
+            "tools": List(Json()),
+            "reference_answer": Json(),
+            "gold_chain": Json(),
+            "expected_state_hash": Value("string"),
+            "expected_diff": Json(),
+            "difficulty": Json(),
+            "answer_spec": Json(),
+            "seed": Value("int64"),
+            "signature": Value("string"),
+            "solution": Value("string"),
+            "verification": Value("string"),
+        }
+    )
+
+
+def trajectory_features():
+    from datasets import Features, Json, List, Value
+
+    return Features(
+        {
+            "task_id": Value("string"),
+            "environment": Value("string"),
+            "messages": List(Json()),
+            "tools": List(Json()),
+            "final_answer": Value("string"),
+            "finished_reason": Value("string"),
+            "final_state_hash": Value("string"),
+            "reward": Value("float64"),
+            "reward_breakdown": Json(),
+        }
+    )
+
+
+def _tool_schemas(task: TaskSpec, manifests: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    manifest = manifests.get(task.environment, {})
+    by_name = {t["function"]["name"]: t for t in manifest.get("tools", [])}
+    names = task.tools or list(by_name)
+    return [by_name[n] for n in names if n in by_name]
+
+
+def _manifests(packages) -> dict[str, dict[str, Any]]:
+    from tasks.synthesis.environment_view import package_manifest
+
+    result = {}
+    for package in packages or []:
+        manifest = package if isinstance(package, dict) else package_manifest(package)
+        result[manifest["name"]] = manifest
+    return result
+
+
+def task_messages(task: TaskSpec, title: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT.format(title=title)},
+        {"role": "user", "content": task.instruction},
+    ]
+
+
+def task_record(task: TaskSpec | dict[str, Any], manifests: dict[str, dict[str, Any]]) -> dict:
+    """One task as a dataset row (OpenAI messages + tools, reference answer, gold run)."""
+    task = as_task(task)
+    title = manifests.get(task.environment, {}).get("title", task.environment)
+    return {
+        "task_id": task.task_id,
+        "environment": task.environment,
+        "environment_version": task.environment_version,
+        "kind": task.kind,
+        "split": (task.metadata or {}).get("split", ""),
+        "messages": task_messages(task, title),
+        "tools": _tool_schemas(task, manifests),
+        "reference_answer": task.reference_answer,
+        "gold_chain": [{"tool": c["tool"], "arguments": c["arguments"]} for c in task.gold_chain],
+        "expected_state_hash": task.expected_state_hash,
+        "expected_diff": task.expected_diff,
+        "difficulty": task.difficulty,
+        "answer_spec": (task.metadata or {}).get("answer"),
+        "seed": task.seed,
+        "signature": task.signature,
+        "solution": task.solution,
+        "verification": task.verification,
+    }
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def trajectory_messages(task: TaskSpec, trajectory: Any, title: str) -> list[dict[str, Any]]:
+    """The conversation of a trajectory: system, user, then assistant tool calls and results."""
+    messages: list[dict[str, Any]] = list(task_messages(task, title))
+    for step in _get(trajectory, "steps") or []:
+        call = _get(step, "tool_call")
+        if call is None:
+            if _get(step, "content"):
+                messages.append({"role": "assistant", "content": _get(step, "content")})
+            continue
+        call_id = f"call_{_get(step, 'index', len(messages))}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": _get(step, "content") or "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": call["name"],
+                            "arguments": json.dumps(call.get("arguments", {})),
+                        },
+                    }
+                ],
+            }
+        )
+        error = _get(step, "error")
+        content = (
+            json.dumps({"error": error, "error_kind": _get(step, "error_kind")})
+            if error
+            else json.dumps(_get(step, "tool_result"), default=str)
+        )
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    answer = _get(trajectory, "final_answer")
+    if answer is not None:
+        messages.append({"role": "assistant", "content": str(answer)})
+    return messages
+
+
+def trajectory_record(
+    task: TaskSpec | dict[str, Any],
+    trajectory: Any,
+    manifests: dict[str, dict[str, Any]],
+    breakdown=None,
+) -> dict:
+    task = as_task(task)
+    title = manifests.get(task.environment, {}).get("title", task.environment)
+    answer = _get(trajectory, "final_answer")
+    return {
+        "task_id": _get(trajectory, "task_id") or task.task_id,
+        "environment": task.environment,
+        "messages": trajectory_messages(task, trajectory, title),
+        "tools": _tool_schemas(task, manifests),
+        "final_answer": None if answer is None else str(answer),
+        "finished_reason": _get(trajectory, "finished_reason"),
+        "final_state_hash": _get(trajectory, "final_state_hash"),
+        "reward": breakdown.total if breakdown is not None else None,
+        "reward_breakdown": breakdown.to_dict() if breakdown is not None else None,
+    }
+
+
+def _write(records: list[dict], features, out_dir: Path, stem: str) -> dict[str, Path]:
+    from datasets import Dataset
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dataset = Dataset.from_list(records, features=features)
+    paths = {"jsonl": out_dir / f"{stem}.jsonl", "parquet": out_dir / f"{stem}.parquet"}
+    dataset.to_json(str(paths["jsonl"]), lines=True, force_ascii=False)
+    dataset.to_parquet(str(paths["parquet"]))
+    return paths
+
+
+def export_tasks(tasks, packages, out_dir: str | Path, stem: str = "tasks") -> dict[str, Path]:
+    """Write tasks as ``<stem>.jsonl`` and ``<stem>.parquet``; ``packages`` give tool schemas
+    (package objects, package directories or manifest dicts)."""
+    manifests = _manifests(packages)
+    records = [task_record(t, manifests) for t in tasks]
+    return _write(records, task_features(), Path(out_dir), stem)
+
+
+def export_trajectories(
+    pairs, packages, out_dir: str | Path, stem: str = "trajectories"
+) -> dict[str, Path]:
+    """Write (task, trajectory[, breakdown]) tuples as JSONL and Parquet conversations."""
+    manifests = _manifests(packages)
+    records = [
+        trajectory_record(p[0], p[1], manifests, p[2] if len(p) > 2 else None) for p in pairs
+    ]
+    return _write(records, trajectory_features(), Path(out_dir), stem)
+
+
+def load_tasks(path: str | Path):
+    """Load an exported task file (.jsonl or .parquet) as a ``datasets.Dataset``."""
+    return _load(path, task_features())
+
+
+def load_trajectories(path: str | Path):
+    return _load(path, trajectory_features())
+
+
+def _load(path: str | Path, features):
+    from datasets import load_dataset
+
+    kind = "parquet" if str(path).endswith(".parquet") else "json"
+    return load_dataset(kind, data_files=str(path), split="train", features=features)

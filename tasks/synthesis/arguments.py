@@ -1,0 +1,194 @@
+"""Arguments drawn from real rows: keys that exist, values that occur, fresh values for writes."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from tasks.synthesis.environment_view import EnvironmentView
+
+_UNSET = object()
+
+
+def coerce(value: Any, ptype: str) -> Any:
+    """Fit a database value to the JSON type a parameter declares."""
+    try:
+        if ptype == "integer" and not isinstance(value, bool):
+            return int(value)
+        if ptype == "number" and not isinstance(value, bool):
+            return float(value) if not isinstance(value, int) else value
+        if ptype == "string":
+            return value if isinstance(value, str) else str(value)
+        if ptype == "boolean":
+            return bool(value)
+    except (TypeError, ValueError):
+        return value
+    return value
+
+
+def _search_word(text: str, rng: random.Random) -> str:
+    words = [w for w in re.findall(r"[A-Za-z0-9]{3,}", text)]
+    return rng.choice(words) if words else text
+
+
+def sample_param(view: EnvironmentView, p, rng: random.Random) -> Any:
+    """A real value for a read parameter, or _UNSET when none can be drawn."""
+    if p.role == "enum" and p.enum:
+        return rng.choice(p.enum)
+    if p.role in ("key", "value"):
+        source = p.key or p.column
+        value = view.sample_value(*source, rng) if source else None
+        return _UNSET if value is None else coerce(value, p.type)
+    if p.role in ("min", "max") and p.column:
+        values = view.column_values(*p.column)
+        if not values:
+            return _UNSET
+        half = len(values) // 2
+        pool = values[: half + 1] if p.role == "min" else values[half:]
+        return coerce(rng.choice(pool), p.type)
+    if p.role == "text" and p.column:
+        value = view.sample_value(*p.column, rng)
+        return _UNSET if value is None else _search_word(str(value), rng)
+    if p.role == "limit" and p.required:
+        return int(p.maximum) if p.maximum else 50
+    return _UNSET
+
+
+def sample_arguments(
+    view: EnvironmentView,
+    node,
+    rng: random.Random,
+    fixed: dict[str, Any] | None = None,
+    optional_rate: float = 0.0,
+) -> dict[str, Any] | None:
+    """Arguments for a read tool: ``fixed`` values win, required ones are drawn from real rows.
+
+    Returns None when a required parameter cannot be drawn.
+    """
+    fixed = fixed or {}
+    arguments: dict[str, Any] = {}
+    optional_left = 1 if optional_rate > 0 else 0  # one filter keeps results non-empty
+    for name, p in node.params.items():
+        if name in fixed:
+            arguments[name] = fixed[name]
+            continue
+        if not p.required:
+            if p.role in ("limit", "other") or optional_left <= 0 or rng.random() >= optional_rate:
+                continue
+            optional_left -= 1
+        value = sample_param(view, p, rng)
+        if value is _UNSET:
+            if p.required:
+                return None
+            continue
+        arguments[name] = value
+    return arguments
+
+
+def fresh_value(view: EnvironmentView, table: str, column: str, ptype: str, rng) -> Any:
+    """A value for a write: an occurring one for categorical columns, a new one otherwise."""
+    info = view.tables[table]
+    values = view.column_values(table, column)
+    rows = max(1, len(view.rows(table)))
+    if info.is_numeric(column) or ptype in ("integer", "number"):
+        if not values:
+            return rng.randint(1, 3)
+        value = rng.choice(values)
+        if isinstance(value, float) or ptype == "number":
+            return round(float(value) * rng.choice((0.5, 0.8, 1.25, 1.5)) + 1, 2)
+        return coerce(value, ptype)
+    if values and len(values) < 0.5 * rows:
+        return coerce(rng.choice(values), ptype)
+    base = str(rng.choice(values)) if values else column
+    return f"{base} II" if " " in base else f"new-{base}"
+
+
+def fresh_key(view: EnvironmentView, table: str, column: str, ptype: str, rng) -> Any:
+    """An unused primary-key value (for create tools that take the key explicitly)."""
+    values = view.column_values(table, column)
+    if ptype == "integer" or all(isinstance(v, int) for v in values):
+        return (max(values) if values else 0) + 1000 + rng.randint(0, 999)
+    taken = set(map(str, values))
+    while True:
+        candidate = f"NEW{rng.randint(100, 99999)}"
+        if candidate not in taken:
+            return candidate
+
+
+def write_arguments(
+    view: EnvironmentView, node, rng: random.Random, fixed: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Arguments for create/update/delete: real keys to act on, fresh values to write."""
+    fixed = dict(fixed or {})
+    entity = node.entity
+    if not entity or node.action not in ("create", "update", "delete"):
+        return _generic_write_arguments(view, node, rng, fixed)
+    info = view.tables[entity]
+    arguments: dict[str, Any] = {}
+    target = [n for n, p in node.params.items() if p.key == (entity, info.key) and p.column]
+    identifying = [n for n in target if p_is_own_key(node.params[n], entity, info.key)]
+    if node.action in ("update", "delete"):
+        for name in identifying[:1]:
+            p = node.params[name]
+            arguments[name] = fixed.pop(name, _UNSET)
+            if arguments[name] is _UNSET:
+                arguments[name] = coerce(view.sample_value(entity, info.key, rng), p.type)
+        if not arguments and any(p.required for p in node.params.values()):
+            return None
+    settable = [
+        (n, p)
+        for n, p in node.params.items()
+        if n not in arguments and p.column and p.role != "limit"
+    ]
+    if node.action == "update":
+        optional = [(n, p) for n, p in settable if not p.required and n not in fixed]
+        chosen = {n for n, _ in rng.sample(optional, min(len(optional), rng.choice((1, 1, 2))))}
+        settable = [(n, p) for n, p in settable if p.required or n in chosen or n in fixed]
+    elif node.action == "delete":
+        settable = [(n, p) for n, p in settable if p.required]
+    for name, p in settable:
+        if name in fixed:
+            arguments[name] = fixed.pop(name)
+        elif node.action == "create" and not p.required and rng.random() < 0.5:
+            continue
+        elif p.role == "enum" and p.enum:
+            arguments[name] = rng.choice(p.enum)
+        elif p.key and p.key != (entity, info.key):
+            arguments[name] = coerce(view.sample_value(*p.key, rng), p.type)
+        elif p.key == (entity, info.key) and node.action == "create":
+            arguments[name] = fresh_key(view, entity, info.key, p.type, rng)
+        else:
+            arguments[name] = coerce(fresh_value(view, *p.column, p.type, rng), p.type)
+        if arguments.get(name, 0) is None:
+            return None
+    for name, p in node.params.items():
+        if p.required and name not in arguments:
+            return None
+    return arguments
+
+
+def p_is_own_key(p, entity: str, key: str) -> bool:
+    """Whether a parameter names the entity row a write acts on (``id``, ``book_id``)."""
+    return p.column == (entity, key) or p.name in ("id", f"{entity}_id")
+
+
+def _generic_write_arguments(view: EnvironmentView, node, rng, fixed: dict[str, Any]):
+    """A write tool with no recognised shape (place_order): real keys, plausible values."""
+    arguments: dict[str, Any] = {}
+    for name, p in node.params.items():
+        if name in fixed:
+            arguments[name] = fixed[name]
+        elif not p.required:
+            continue
+        elif p.role == "enum" and p.enum:
+            arguments[name] = rng.choice(p.enum)
+        elif p.key:
+            arguments[name] = coerce(view.sample_value(*p.key, rng), p.type)
+        elif p.column:
+            arguments[name] = coerce(fresh_value(view, *p.column, p.type, rng), p.type)
+        else:
+            return None
+        if arguments[name] is None:
+            return None
+    return arguments

@@ -1,0 +1,136 @@
+"""Read-only view of an environment package: its manifest, tables and real rows.
+
+Synthesis draws arguments from real rows, so it reads the package's canonical
+``state.sqlite`` directly (opened read-only) instead of going through tools.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+
+def package_root(package: Any) -> Path:
+    """The directory of a package object (runtime ``Package``) or a path."""
+    if isinstance(package, str | Path):
+        return Path(package)
+    for attr in ("path", "root", "directory", "package_dir"):
+        value = getattr(package, attr, None)
+        if value is not None:
+            return Path(value)
+    raise TypeError(f"cannot find the directory of package {package!r}")
+
+
+def package_manifest(package: Any) -> dict[str, Any]:
+    """The manifest dict of a package object or a package directory."""
+    manifest = getattr(package, "manifest", None)
+    if isinstance(manifest, dict):
+        return manifest
+    if manifest is not None and hasattr(manifest, "to_dict"):
+        return manifest.to_dict()
+    return json.loads((package_root(package) / "manifest.json").read_text())
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: dict[str, str]  # column -> declared SQLite type (upper case)
+    primary_key: list[str]
+    foreign_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # col -> (table, col)
+
+    @property
+    def key(self) -> str | None:
+        return self.primary_key[0] if len(self.primary_key) == 1 else None
+
+    def is_numeric(self, column: str) -> bool:
+        kind = self.columns.get(column, "")
+        return any(t in kind for t in ("INT", "REAL", "FLOA", "DOUB", "NUM", "DEC"))
+
+
+class EnvironmentView:
+    """Manifest, tool schemas and read-only row access for one environment package."""
+
+    def __init__(self, package: Any):
+        self.package = package
+        self.root = package_root(package)
+        self.manifest = package_manifest(package)
+        self.name: str = self.manifest.get("name", self.root.name)
+        self.version = self.manifest.get("version")
+        self.tool_schemas: dict[str, dict[str, Any]] = {
+            t["function"]["name"]: t for t in self.manifest.get("tools", [])
+        }
+        self.tool_kinds: dict[str, str] = dict(self.manifest.get("tool_kinds", {}))
+        self._values: dict[tuple[str, str], list[Any]] = {}
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+
+    def _connect(self) -> sqlite3.Connection:
+        uri = f"file:{self.root / 'state.sqlite'}?mode=ro&immutable=1"
+        db = sqlite3.connect(uri, uri=True)
+        db.row_factory = sqlite3.Row
+        return db
+
+    @cached_property
+    def tables(self) -> dict[str, TableInfo]:
+        declared = self.manifest.get("tables", {})
+        result: dict[str, TableInfo] = {}
+        with self._connect() as db:
+            names = [
+                r[0]
+                for r in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                )
+            ]
+            for name in names:
+                info = db.execute(f'PRAGMA table_info("{name}")').fetchall()
+                columns = {r["name"]: (r["type"] or "").upper() for r in info}
+                pk = [r["name"] for r in sorted(info, key=lambda r: r["pk"]) if r["pk"]]
+                meta = declared.get(name, {})
+                pk = list(meta.get("primary_key") or pk)
+                fks: dict[str, tuple[str, str]] = {}
+                for fk in meta.get("foreign_keys", []):
+                    table, _, column = str(fk["references"]).partition(".")
+                    fks[fk["column"]] = (table, column or "id")
+                for r in db.execute(f'PRAGMA foreign_key_list("{name}")'):
+                    fks.setdefault(r["from"], (r["table"], r["to"] or "id"))
+                result[name] = TableInfo(name, columns, pk, fks)
+        return result
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """All rows of a table in primary-key order (cached; the state is immutable)."""
+        if table not in self._rows:
+            info = self.tables[table]
+            order = ", ".join(f'"{c}"' for c in info.primary_key) or "rowid"
+            with self._connect() as db:
+                self._rows[table] = [
+                    dict(r) for r in db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
+                ]
+        return self._rows[table]
+
+    def column_values(self, table: str, column: str) -> list[Any]:
+        """Distinct non-null values of a column, sorted for determinism."""
+        key = (table, column)
+        if key not in self._values:
+            values = {r[column] for r in self.rows(table) if r.get(column) is not None}
+            self._values[key] = sorted(values, key=lambda v: (str(type(v)), v))
+        return self._values[key]
+
+    def sample_value(self, table: str, column: str, rng: random.Random) -> Any:
+        values = self.column_values(table, column)
+        return rng.choice(values) if values else None
+
+    def sample_row(self, table: str, rng: random.Random) -> dict[str, Any] | None:
+        rows = self.rows(table)
+        return rng.choice(rows) if rows else None
+
+    def openai_tools(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI tool schemas of the named tools (all when None), in manifest order."""
+        if names is None:
+            return list(self.tool_schemas.values())
+        wanted = set(names)
+        return [s for n, s in self.tool_schemas.items() if n in wanted]

@@ -1,0 +1,143 @@
+"""Graph tasks: the tool graph, random walks on real rows, and gold replays scoring 1.0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from environments.runtime import SandboxPool, load_package
+from tasks.reward import score
+from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer, dedup_tasks
+from tasks.synthesis.replay import replay_gold
+from tasks.synthesis.tool_graph import build_tool_graph
+from tests.support.openai_server import ScriptedOpenAIServer, text_reply
+from tests.support.sample_package import build_sample_package
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(workers=1) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def bookstore(tmp_path_factory):
+    return load_package(build_sample_package(tmp_path_factory.mktemp("pkg")))
+
+
+@pytest.fixture(scope="module")
+def penguins(tmp_path_factory, pool):
+    """A real starter-catalogue environment (schema-generated tools, foreign keys)."""
+    from environments.discovery.catalogue import STARTER_SPECS, build_environment
+
+    spec = next(s for s in STARTER_SPECS if s["name"] == "penguins")
+    root = tmp_path_factory.mktemp("catalogue")
+    entry = build_environment(spec, root, root / ".mining", pool)
+    assert entry.path, entry.error or entry.report
+    return load_package(entry.path)
+
+
+def _edge(graph, source, target, param):
+    return next(
+        (e for e in graph.edges if (e.source, e.target, e.param) == (source, target, param)), None
+    )
+
+
+def test_tool_graph_links_outputs_to_parameters(pool, bookstore, penguins):
+    with pool.start_episode(bookstore) as episode:
+        graph = build_tool_graph(bookstore, episode)
+    edge = _edge(graph, "list_books_by_author", "get_book", "book_id")
+    assert edge and edge.field == "id" and {"schema", "observed"} <= edge.via
+    assert _edge(graph, "get_book", "update_stock", "book_id").field == "id"
+    # author ids look like book ids, but the keys disagree: no edge
+    assert not any(e.field == "author_id" and e.param == "book_id" for e in graph.edges)
+
+    with pool.start_episode(penguins) as episode:
+        catalogue_graph = build_tool_graph(penguins, episode)
+    assert any("foreign_key" in e.via for e in catalogue_graph.edges)
+
+    drawn = graph.to_dict()
+    assert {n["id"] for n in drawn["nodes"]} == set(bookstore.tool_names)
+    assert all(isinstance(n["x"], int) and isinstance(n["y"], int) for n in drawn["nodes"])
+    assert len({(n["x"], n["y"]) for n in drawn["nodes"]}) == len(drawn["nodes"])
+    assert drawn == graph.to_dict()  # deterministic layout
+    json.dumps(drawn)
+
+
+def test_every_graph_task_replays_to_a_perfect_score(pool, bookstore, penguins):
+    tasks = []
+    for package in (bookstore, penguins):
+        with GraphTaskSynthesizer(package, pool, llm=None) as synthesizer:
+            tasks += synthesizer.synthesize(6, Difficulty(steps=2), seed=1)
+            tasks += synthesizer.synthesize(6, Difficulty(steps=4, writes=1, branching=1), seed=50)
+            tasks += synthesizer.synthesize(
+                1, Difficulty(steps=40, writes=3, branching=2), seed=900
+            )
+    assert len(tasks) >= 20
+    assert any(t.expected_diff for t in tasks) and any(not t.expected_diff for t in tasks)
+    for task in tasks:
+        package = bookstore if task.environment == "bookstore" else penguins
+        breakdown = score(task, replay_gold(task, pool, package))
+        assert breakdown.total == 1.0, (breakdown.to_dict(), task.instruction)
+
+
+def test_difficulty_controls_shape_the_walk(pool, bookstore, penguins):
+    with GraphTaskSynthesizer(penguins, pool, llm=None) as synthesizer:
+        long = synthesizer.synthesize(1, Difficulty(steps=40, writes=4, distractors=5), seed=7)
+        branched = synthesizer.synthesize(8, Difficulty(steps=4, branching=1), seed=70)
+    assert long and long[0].difficulty["steps"] >= 40 and len(long[0].gold_chain) >= 40
+    assert long[0].difficulty["writes"] >= 4 and long[0].expected_diff
+    assert long[0].difficulty["distractors"] == 5
+    assert len(long[0].tools) == len({c["tool"] for c in long[0].gold_chain}) + 5
+    assert any(t.difficulty["branching"] >= 1 for t in branched)
+    for task in branched:
+        fed = [c for c in task.gold_chain if len({i["step"] for i in c["inputs"].values()}) > 1]
+        assert len(fed) == task.difficulty["branching"]
+
+
+def test_instruction_names_the_values_and_what_to_report(pool, bookstore):
+    with GraphTaskSynthesizer(bookstore, pool, llm=None) as synthesizer:
+        tasks = synthesizer.synthesize(10, Difficulty(steps=3), seed=3)
+    for task in tasks:
+        first = task.gold_chain[0]["arguments"]
+        for value in first.values():
+            assert (
+                f'"{value}"' if isinstance(value, str) else json.dumps(value)
+            ) in task.instruction
+        assert "Step 3:" in task.instruction
+        if task.reference_answer is not None:
+            assert "report" in task.instruction.lower()
+
+
+def test_equivalent_tasks_are_deduplicated(pool, bookstore):
+    with GraphTaskSynthesizer(bookstore, pool, llm=None) as first:
+        a = first.synthesize(8, Difficulty(steps=2), seed=11)
+        # the same seed walks the same chain: the second copy is recognised and dropped
+        assert first.synthesize_one(Difficulty(steps=2), seed=11) is None
+        assert first.stats.duplicates >= 1
+    with GraphTaskSynthesizer(bookstore, pool, llm=None) as second:
+        b = second.synthesize(8, Difficulty(steps=2), seed=11)
+    assert [t.signature for t in a] == [t.signature for t in b]  # seeded, reproducible
+    assert len({t.signature for t in a}) == len(a)
+    assert dedup_tasks(a + b) == a
+
+
+def test_llm_writes_the_instruction_when_configured(pool, bookstore, monkeypatch):
+    def rewrite(body):
+        steps = body["messages"][-1]["content"].split("Gold tool chain:")[0]
+        return text_reply(json.dumps({"instruction": "Please do this. " + steps.strip()}))
+
+    with ScriptedOpenAIServer(rewrite) as server:
+        monkeypatch.setenv("AW_LLM_BASE_URL", server.base_url)
+        with GraphTaskSynthesizer(bookstore, pool) as synthesizer:
+            tasks = synthesizer.synthesize(3, Difficulty(steps=2), seed=5)
+        assert server.requests and all(t.metadata["instruction_source"] == "llm" for t in tasks)
+        assert all(t.instruction.startswith("Please do this.") for t in tasks)
+
+        server.responder = lambda body: text_reply('{"instruction": "Do something vague."}')
+        with GraphTaskSynthesizer(bookstore, pool) as synthesizer:
+            vague = synthesizer.synthesize(2, Difficulty(steps=2), seed=5)
+    # a rewrite that drops a concrete value would not determine the answer: template kept
+    assert all(t.metadata["instruction_source"] == "template" for t in vague)
+    assert all(t.instruction.startswith("Step 1:") for t in vague)
