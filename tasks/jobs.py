@@ -1,0 +1,46 @@
+"""Celery jobs of task synthesis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aw_site.jobs import JobContext, job
+from aw_site.models import Job
+from environments.models import Environment
+from tasks.service import synthesize_tasks
+
+
+@job("tasks.synthesize", queue=Job.Queue.SANDBOX)
+def synthesize(
+    ctx: JobContext,
+    environment: int,
+    kind: str = "graph",
+    count: int = 20,
+    min_walk_length: int = 1,
+    max_walk_length: int = 4,
+    write_steps: int = 0,
+    seed: int = 0,
+    split: str | None = None,
+) -> dict[str, Any]:
+    """Synthesize verified tasks in one environment; rerunning adds only new signatures."""
+    record = Environment.objects.get(pk=environment)
+    if record.status != Environment.Status.VERIFIED:
+        raise ValueError(
+            f"{record} is {record.status}; tasks are synthesized in verified environments only"
+        )
+    created = synthesize_tasks(
+        record,
+        kind=kind,
+        count=count,
+        min_walk_length=min_walk_length,
+        max_walk_length=max_walk_length,
+        write_steps=write_steps,
+        seed=seed,
+        split=split,
+        progress=ctx.progress,
+    )
+    by_split: dict[str, int] = {}
+    for task in created:
+        by_split[task.split] = by_split.get(task.split, 0) + 1
+    ctx.progress(1.0, f"stored {len(created)} new tasks in {record.label}")
+    return {"created": len(created), "by_split": by_split}
