@@ -1,0 +1,1 @@
+"""Training: policies, the rollout engine and multi-environment GRPO (TRL + Accelerate)."""

@@ -1,0 +1,187 @@
+"""One TRL environment class per Agent-World environment package.
+
+TRL's ``environment_factory`` turns an environment's public methods into tools (schema from
+signature + docstring) and calls ``reset(**row)`` before each rollout. Our tools come from the
+package manifest, so each package gets a class built at run time whose methods carry the
+manifest's parameters as a real signature; every call crosses into a sandbox episode and is
+recorded, so the reward sees the same evidence a rollout trajectory holds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import keyword
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from training.rollout.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+_JSON_TO_PYTHON = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "object": dict,
+}
+_RESERVED = {"reset", "get_reward"}
+
+
+class ToolCallFailed(ValueError):
+    """Raised to TRL so it counts the call as failed; the message is what the model sees."""
+
+
+def _python_type(spec: dict[str, Any]) -> Any:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if kinds else "string"
+    if kind == "array":
+        item = _python_type(spec.get("items") or {"type": "string"})
+        return list[item]
+    return _JSON_TO_PYTHON.get(kind, str)
+
+
+def _one_line(text: str, fallback: str) -> str:
+    text = re.sub(r"\s+", " ", text or "").strip()
+    # "(choices: ...)" at the end of a description means an enum to transformers' parser.
+    text = re.sub(r"\(choices:.*\)$", "", text).strip()
+    return text or fallback
+
+
+def tool_method(schema: dict[str, Any]) -> Callable[..., str] | None:
+    """A method whose signature and docstring reproduce one manifest tool schema.
+
+    Returns None for a tool Python cannot name (a keyword, a reserved or private name).
+    """
+    function = schema.get("function", schema)
+    name = function.get("name", "")
+    parameters = function.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    bad_names = [p for p in properties if not p.isidentifier() or keyword.iskeyword(p)]
+    if (
+        not name.isidentifier()
+        or keyword.iskeyword(name)
+        or name.startswith("_")
+        or name in _RESERVED
+        or bad_names
+    ):
+        log.warning("tool %r cannot be exposed to TRL (unusable name)", name)
+        return None
+
+    def method(self: AgentWorldEnvironment, **arguments: Any) -> str:
+        return self._call_tool(name, arguments)
+
+    signature_params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    doc_args = []
+    for param, spec in properties.items():
+        hint = _python_type(spec)
+        if param in required:
+            default = inspect.Parameter.empty
+        else:
+            hint, default = hint | None, None
+        annotations[param] = hint
+        signature_params.append(
+            inspect.Parameter(
+                param, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint
+            )
+        )
+        doc_args.append(f"    {param}: {_one_line(spec.get('description', ''), f'the {param}')}")
+    annotations["return"] = str
+    method.__name__ = method.__qualname__ = name
+    method.__signature__ = inspect.Signature(signature_params, return_annotation=str)
+    method.__annotations__ = annotations
+    description = _one_line(function.get("description", ""), f"Call {name}.")
+    method.__doc__ = description + ("\n\nArgs:\n" + "\n".join(doc_args) if doc_args else "")
+    return method
+
+
+class AgentWorldEnvironment:
+    """Base of the per-package classes: one sandbox episode per rollout.
+
+    Only ``reset`` is public here; TRL would expose any other public method as a tool.
+    """
+
+    _package: Any = None
+    _environment: str = ""
+    _pool: Any = None
+    _tasks: dict[str, Any] = {}
+    _instances: list[AgentWorldEnvironment] = []
+
+    def __init__(self) -> None:
+        self._episode: Any = None
+        self._task: Any = None
+        self._trajectory: Trajectory | None = None
+        type(self)._instances.append(self)
+
+    def reset(self, **row: Any) -> None:
+        """Start a fresh episode for the row's task (the prompt already holds the instruction)."""
+        self._close_episode()
+        self._task = self._tasks[row["task_id"]]
+        self._episode = self._pool.start_episode(self._package)
+        self._trajectory = Trajectory(task_id=row["task_id"], environment=self._environment)
+        return None
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        result = self._episode.call_tool(name, arguments)
+        self._trajectory.add_step(
+            "assistant",
+            tool_call={"name": name, "arguments": arguments},
+            raw_tool_call=json.dumps({"name": name, "arguments": arguments}, default=str),
+            tool_result=result.result if result.ok else None,
+            error=None if result.ok else result.error,
+            error_kind=None if result.ok else result.error_kind,
+            duration_ms=result.duration_ms,
+        )
+        if not result.ok:
+            raise ToolCallFailed(f"{result.error_kind}: {result.error}")
+        return json.dumps(result.result, ensure_ascii=False, default=str)[:4000]
+
+    def _finish(self, final_answer: str | None, finished_reason: str) -> Trajectory:
+        """Close the rollout's record: answer, final state hash and diff."""
+        trajectory = self._trajectory
+        trajectory.final_answer = final_answer
+        trajectory.finished_reason = finished_reason
+        if final_answer is not None:
+            trajectory.add_step("assistant", content=final_answer)
+        trajectory.final_state_hash = self._episode.state_hash()
+        trajectory.state_diff = self._episode.state_diff()
+        return trajectory
+
+    def _close_episode(self) -> None:
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
+
+
+def environment_class(name: str, package: Any, pool: Any, tasks: dict[str, Any]) -> type:
+    """Build the class for one package: its tools as methods, its tasks by id."""
+    from training.rollout.agent_loop import package_manifest
+
+    manifest = package_manifest(package)
+    members: dict[str, Any] = {
+        "_package": package,
+        "_environment": name,
+        "_pool": pool,
+        "_tasks": tasks,
+        "_instances": [],
+    }
+    for schema in manifest.get("tools", []):
+        method = tool_method(schema)
+        if method is not None:
+            members[method.__name__] = method
+    class_name = "Env_" + re.sub(r"\W", "_", name)
+    return type(class_name, (AgentWorldEnvironment,), members)
+
+
+def close_all(classes: list[type]) -> None:
+    """Close every episode the training run opened."""
+    for cls in classes:
+        for instance in cls._instances:
+            instance._close_episode()

@@ -1,0 +1,45 @@
+"""Command line: ``python -m training.grpo.run --config run.json`` (also under accelerate launch).
+
+    accelerate launch --config_file training/accelerate/single_gpu.yaml \
+        -m training.grpo.run --config run.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from training.grpo.config import TrainingConfig
+from training.grpo.trainer import run_training
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Multi-environment GRPO for Agent-World.")
+    parser.add_argument("--config", help="JSON file of TrainingConfig fields.")
+    parser.add_argument(
+        "--print-fields", action="store_true", help="Print every config field with its help."
+    )
+    args = parser.parse_args(argv)
+    if args.print_fields:
+        print(json.dumps(TrainingConfig.help(), indent=2))
+        return 0
+    if not args.config:
+        parser.error("--config is required")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    config = TrainingConfig.from_json(args.config)
+
+    def print_metrics(step: int, metrics: dict) -> None:
+        print(json.dumps({"step": step, **metrics}, default=str), flush=True)
+
+    def print_checkpoint(path: str) -> None:
+        print(json.dumps({"checkpoint": path}), flush=True)
+
+    result = run_training(config, on_metrics=print_metrics, on_checkpoint=print_checkpoint)
+    print(json.dumps({"result": result.to_dict()}, default=str), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The opening of every episode: a system prompt naming the environment's tools, then the task."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+AGENT_RULES = (
+    "You are an agent acting in a tool environment. Call tools to gather what you need, then "
+    "reply with the final answer and no tool call. Call one tool at a time, with arguments that "
+    "match its parameters exactly."
+)
+
+
+def describe_tool(schema: dict[str, Any]) -> str:
+    """One line per tool: name(param: type, optional?: type) - description."""
+    function = schema.get("function", schema)
+    parameters = function.get("parameters") or {}
+    required = set(parameters.get("required") or [])
+    params = []
+    for name, spec in (parameters.get("properties") or {}).items():
+        marker = "" if name in required else "?"
+        params.append(f"{name}{marker}: {spec.get('type', 'any')}")
+    description = (function.get("description") or "").strip().splitlines()
+    summary = description[0] if description else ""
+    return f"- {function.get('name')}({', '.join(params)}): {summary}"
+
+
+def system_prompt(manifest: dict[str, Any]) -> str:
+    title = manifest.get("title") or manifest.get("name", "environment")
+    lines = [AGENT_RULES, "", f"Environment: {title}."]
+    if manifest.get("description"):
+        lines.append(str(manifest["description"]).strip())
+    lines += ["", "Tools:"] + [describe_tool(t) for t in manifest.get("tools", [])]
+    return "\n".join(lines)
+
+
+def initial_messages(manifest: dict[str, Any], instruction: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": system_prompt(manifest)},
+        {"role": "user", "content": instruction},
+    ]
+
+
+def format_error_feedback(error: str) -> str:
+    """What the policy is told after a malformed tool call, so it can recover."""
+    return (
+        f"Your tool call could not be used: {error}. Reply with one well-formed tool call or "
+        "with your final answer."
+    )
+
+
+def render_tool_result(
+    ok: bool, result: Any, error: str | None, error_kind: str | None, limit: int = 4000
+) -> str:
+    """Tool output as the policy sees it: JSON, truncated to ``limit`` characters."""
+    payload = result if ok else {"error": error, "error_kind": error_kind}
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f"... [truncated {len(text) - limit} characters]"
+    return text
+
+
+def answer_text(reference_answer: Any) -> str:
+    """A reference answer written as the final assistant message."""
+    if isinstance(reference_answer, str):
+        return reference_answer
+    return json.dumps(reference_answer, ensure_ascii=False, default=str)
