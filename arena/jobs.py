@@ -11,7 +11,9 @@ from aw_site.jobs import JobContext, job
 from aw_site.models import Job
 
 
-def _run_step(ctx: JobContext, round_id: int, expected_state: str, step, event: str) -> dict[str, Any]:
+def _run_step(
+    ctx: JobContext, round_id: int, expected_state: str, step, event: str
+) -> dict[str, Any]:
     evolution_round = EvolutionRound.objects.get(pk=round_id)
     if evolution_round.status != expected_state:
         # A redelivered job for a step that already finished: nothing to do.

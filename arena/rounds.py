@@ -29,7 +29,9 @@ STEP_JOBS = {
 
 def default_policy() -> Policy | None:
     """The newest trained policy of the last finished round, else the newest policy."""
-    last = EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE).order_by("-number").first()
+    last = (
+        EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE).order_by("-number").first()
+    )
     if last is not None:
         return last.trained_policy or last.policy
     return Policy.objects.order_by("-created_at").first()
@@ -43,6 +45,7 @@ def start_round(
     tasks_per_environment: int = 4,
     train: bool = True,
     seed: int | None = None,
+    training: dict[str, Any] | None = None,
 ) -> EvolutionRound:
     """Create the next round and enqueue its evaluation; refuses while another round runs."""
     policy = policy or default_policy()
@@ -57,7 +60,9 @@ def start_round(
                     .first()
                 )
                 if busy is not None:
-                    raise ValidationError(f"round {busy.number} is still {busy.status}; finish or fail it first")
+                    raise ValidationError(
+                        f"round {busy.number} is still {busy.status}; finish or fail it first"
+                    )
                 number = (EvolutionRound.objects.aggregate(m=models.Max("number"))["m"] or 0) + 1
                 evolution_round = EvolutionRound.objects.create(
                     number=number,
@@ -69,6 +74,7 @@ def start_round(
                         "environments_per_category": environments_per_category,
                         "tasks_per_environment": tasks_per_environment,
                         "train": train,
+                        "training": training or {},
                     },
                 )
                 schedule_step(evolution_round, user)
@@ -99,7 +105,9 @@ def advance_round(evolution_round: EvolutionRound, event: str, reason: str = "")
     """Apply one state-machine event, persist it and schedule the next step."""
     with transaction.atomic():
         locked = EvolutionRound.objects.select_for_update().get(pk=evolution_round.pk)
-        status = round_machine.RoundStatus(locked.status).advance(event, locked.auto_approve, reason)
+        status = round_machine.RoundStatus(locked.status).advance(
+            event, locked.auto_approve, reason
+        )
         locked.status = status.state
         if status.state == round_machine.FAILED:
             locked.failure_reason = f"{status.failure_reason} (while {status.failed_in})"
@@ -127,11 +135,15 @@ def auto_approve_pending(evolution_round: EvolutionRound) -> int:
     )
 
 
-def review_proposal(proposal: ExpansionProposal, user: Any, approve: bool, note: str = "") -> ExpansionProposal:
+def review_proposal(
+    proposal: ExpansionProposal, user: Any, approve: bool, note: str = ""
+) -> ExpansionProposal:
     """Record a reviewer's decision; the round moves on once nothing is pending."""
     proposal.review(user, approve=approve, note=note)
     evolution_round = proposal.round
-    still_pending = evolution_round.proposals.filter(status=ExpansionProposal.Status.PENDING).exists()
+    still_pending = evolution_round.proposals.filter(
+        status=ExpansionProposal.Status.PENDING
+    ).exists()
     if evolution_round.status == EvolutionRound.Status.AWAITING_APPROVAL and not still_pending:
         advance_round(evolution_round, round_machine.APPROVED)
     return proposal
@@ -141,12 +153,18 @@ def resume_round(evolution_round: EvolutionRound, user: Any = None) -> Evolution
     """Re-enqueue the step of a round whose job was lost or failed."""
     plan = round_machine.resume(evolution_round.status)
     if plan.finished:
-        raise ValidationError(f"round {evolution_round.number} is {evolution_round.status}; nothing to resume")
+        raise ValidationError(
+            f"round {evolution_round.number} is {evolution_round.status}; nothing to resume"
+        )
     if plan.waiting_for_reviewer:
-        raise ValidationError(f"round {evolution_round.number} waits for reviewers to decide its proposals")
+        raise ValidationError(
+            f"round {evolution_round.number} waits for reviewers to decide its proposals"
+        )
     job = evolution_round.current_job
     if job is not None and not job.is_finished:
-        raise ValidationError(f"round {evolution_round.number} is running job {job.pk} ({job.state})")
+        raise ValidationError(
+            f"round {evolution_round.number} is running job {job.pk} ({job.state})"
+        )
     with transaction.atomic():
         schedule_step(evolution_round, user)
     return evolution_round

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import status
 from rest_framework.pagination import PageNumberPagination
@@ -33,6 +35,12 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         return Response(
             {"error": _first_message(detail), "detail": detail}, status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"error": f"request body too large (limit {limit} bytes)", "detail": str(exc)},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     response = exception_handler(exc, context)
     if response is None:

@@ -23,7 +23,14 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    models,
+    transaction,
+)
 from django.utils import timezone
 
 from aw_site.models import Job
@@ -155,12 +162,26 @@ def in_process_worker_name() -> str:
 def _run_in_thread(job_id: int) -> None:
     try:
         execute_job(job_id, worker=in_process_worker_name())
+    except Exception as exc:  # nothing else would ever see it: record it on the job
+        logger.exception("in-process job %s could not run", job_id)
+        Job.objects.filter(pk=job_id).exclude(state__in=Job.FINISHED_STATES).update(
+            state=Job.State.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
     finally:
         connection.close()
 
 
-@shared_task(name="aw_site.run_job", bind=True, acks_late=True)
+@shared_task(
+    name="aw_site.run_job",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=10,
+)
 def run_job(self, job_id: int) -> str:
+    """A database outage while claiming is retried by Celery instead of losing the message."""
     close_old_connections()
     return execute_job(job_id, worker=self.request.hostname or socket.gethostname())
 
@@ -180,7 +201,9 @@ def _claim(job_id: int, worker: str) -> Job | None:
         record.started_at = record.started_at or now
         record.heartbeat_at = now
         record.error = ""
-        record.save(update_fields=["state", "worker", "attempts", "started_at", "heartbeat_at", "error"])
+        record.save(
+            update_fields=["state", "worker", "attempts", "started_at", "heartbeat_at", "error"]
+        )
         return record
 
 
@@ -277,12 +300,30 @@ def reap_stale_jobs_job(ctx: JobContext) -> dict[str, Any]:
 
 
 def reap_stale_jobs() -> list[int]:
-    """Running jobs without a heartbeat for AW_JOB_STALE_SECONDS lost their worker."""
-    limit = timezone.now() - timedelta(seconds=settings.AW_JOB_STALE_SECONDS)
+    """Running jobs without a heartbeat for AW_JOB_STALE_SECONDS lost their worker; queued or
+    retrying jobs nobody took for AW_JOB_QUEUED_STALE_SECONDS lost their message (a broker
+    restart without persistence). Both are handed out again; a duplicate delivery is skipped."""
+    now = timezone.now()
+    limit = now - timedelta(seconds=settings.AW_JOB_STALE_SECONDS)
     recovered = []
     for record in Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=limit):
-        recover_lost_job(record, f"no heartbeat from {record.worker or 'its worker'} since {record.heartbeat_at:%Y-%m-%d %H:%M:%S}")
+        recover_lost_job(
+            record,
+            f"no heartbeat from {record.worker or 'its worker'} since {record.heartbeat_at:%Y-%m-%d %H:%M:%S}",
+        )
         recovered.append(record.pk)
+    waiting_limit = now - timedelta(seconds=settings.AW_JOB_QUEUED_STALE_SECONDS)
+    waiting = Job.objects.filter(state__in=[Job.State.QUEUED, Job.State.RETRYING]).filter(
+        models.Q(heartbeat_at__lt=waiting_limit)
+        | models.Q(heartbeat_at__isnull=True, created_at__lt=waiting_limit)
+    )
+    for record in waiting:
+        updated = Job.objects.filter(pk=record.pk, state=record.state).update(
+            message="re-dispatched: no worker took it", heartbeat_at=now
+        )
+        if updated:
+            transaction.on_commit(lambda pk=record.pk: dispatch(pk))
+            recovered.append(record.pk)
     return recovered
 
 

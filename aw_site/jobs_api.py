@@ -16,9 +16,25 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "kind", "queue", "state", "progress", "message", "log_tail", "error", "arguments",
-            "result", "worker", "attempts", "target", "created_by", "created_at", "started_at",
-            "finished_at", "heartbeat_at", "duration_seconds",
+            "id",
+            "kind",
+            "queue",
+            "state",
+            "progress",
+            "message",
+            "log_tail",
+            "error",
+            "arguments",
+            "result",
+            "worker",
+            "attempts",
+            "target",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "heartbeat_at",
+            "duration_seconds",
         ]
         read_only_fields = fields
 
@@ -38,6 +54,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
         job = self.get_object()
         if job.state != Job.State.FAILED:
-            raise serializers.ValidationError({"detail": f"job {job.pk} is {job.state}; only failed jobs are retried"})
+            raise serializers.ValidationError(
+                {"detail": f"job {job.pk} is {job.state}; only failed jobs are retried"}
+            )
         new_job = enqueue(job.kind, job.arguments, user=request.user, target=job.target)
         return Response(JobSerializer(new_job).data, status=201)

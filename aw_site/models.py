@@ -25,7 +25,9 @@ class Job(models.Model):
 
     kind = models.CharField(max_length=64, db_index=True)
     queue = models.CharField(max_length=16, choices=Queue.choices, default=Queue.DEFAULT)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    state = models.CharField(
+        max_length=16, choices=State.choices, default=State.QUEUED, db_index=True
+    )
     progress = models.FloatField(default=0.0)
     message = models.CharField(max_length=500, blank=True)
     log_tail = models.TextField(blank=True)
@@ -33,11 +35,19 @@ class Job(models.Model):
     arguments = models.JSONField(default=dict, blank=True)
     result = models.JSONField(default=dict, blank=True)
     celery_task_id = models.CharField(max_length=64, blank=True)
-    worker = models.CharField(max_length=200, blank=True, help_text="Hostname of the worker running it")
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Hostname of the worker running it"
+    )
     attempts = models.PositiveIntegerField(default=0)
-    target = models.CharField(max_length=200, blank=True, help_text="What the job works on, e.g. environment:12")
+    target = models.CharField(
+        max_length=200, blank=True, help_text="What the job works on, e.g. environment:12"
+    )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -35,7 +35,9 @@ if not SECRET_KEY:
         key_file.write_text(secrets.token_urlsafe(50))
     SECRET_KEY = key_file.read_text().strip()
 
-ALLOWED_HOSTS = [h for h in os.environ.get("AW_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+ALLOWED_HOSTS = [
+    h for h in os.environ.get("AW_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h
+]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("AW_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
@@ -97,7 +99,13 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "agent_world.sqlite3",
-            "OPTIONS": {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
+            # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent job
+            # threads wait on the busy timeout instead of failing a read-to-write upgrade.
+            "OPTIONS": {
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL;",
+                "transaction_mode": "IMMEDIATE",
+            },
         }
     }
 DATABASES["default"].setdefault("TEST", {})
@@ -134,6 +142,7 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip()
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL).strip() or None
 AW_JOBS_MODE = "celery" if CELERY_BROKER_URL else "thread"
 AW_JOB_STALE_SECONDS = int(os.environ.get("AW_JOB_STALE_SECONDS", "600"))
+AW_JOB_QUEUED_STALE_SECONDS = int(os.environ.get("AW_JOB_QUEUED_STALE_SECONDS", "900"))
 AW_JOB_MAX_ATTEMPTS = int(os.environ.get("AW_JOB_MAX_ATTEMPTS", "3"))
 AW_MAX_EPISODES = int(os.environ.get("AW_MAX_EPISODES", "256"))
 AW_MAX_EPISODES_PER_USER = int(os.environ.get("AW_MAX_EPISODES_PER_USER", "64"))
@@ -153,7 +162,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "aw_site.api.json_exception_handler",
+    # JSON only: the console posts Django forms, never to the API; form/multipart bodies
+    # would bypass JSON null checks (a multipart "null" reaches a NOT NULL JSON column).
+    "DEFAULT_PARSER_CLASSES": ["aw_site.parsers.SafeJSONParser"],
 }
+# Request bodies: 10 MiB covers a 5,000-document theme import; larger bodies get a JSON 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AW_MAX_REQUEST_BYTES", str(10 * 1024 * 1024)))
+FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agent-World API",
     "DESCRIPTION": "Environments, tasks, training runs and evolution rounds of Agent-World.",

@@ -9,7 +9,11 @@ from aw_site import api_urls
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(template_name="registration/login.html"),
+        name="login",
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

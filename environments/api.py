@@ -25,8 +25,16 @@ class ThemeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Theme
         fields = [
-            "id", "name", "title", "description", "source_kind", "raw_spec", "provenance", "category",
-            "duplicate_of", "created_at",
+            "id",
+            "name",
+            "title",
+            "description",
+            "source_kind",
+            "raw_spec",
+            "provenance",
+            "category",
+            "duplicate_of",
+            "created_at",
         ]
         read_only_fields = ["category", "duplicate_of", "created_at"]
 
@@ -37,8 +45,18 @@ class ToolSerializer(serializers.ModelSerializer):
     class Meta:
         model = Tool
         fields = [
-            "id", "environment", "environment_name", "name", "description", "kind", "origin", "schema",
-            "source", "verified", "test_accuracy", "verification",
+            "id",
+            "environment",
+            "environment_name",
+            "name",
+            "description",
+            "kind",
+            "origin",
+            "schema",
+            "source",
+            "verified",
+            "test_accuracy",
+            "verification",
         ]
         read_only_fields = fields
 
@@ -49,16 +67,36 @@ class EnvironmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Environment
         fields = [
-            "id", "name", "version", "title", "description", "theme", "category", "category_path",
-            "status", "parent", "content_hash", "tool_count", "task_count", "table_count", "row_count",
-            "failure_reason", "created_at", "verified_at",
+            "id",
+            "name",
+            "version",
+            "title",
+            "description",
+            "theme",
+            "category",
+            "category_path",
+            "status",
+            "parent",
+            "content_hash",
+            "tool_count",
+            "task_count",
+            "table_count",
+            "row_count",
+            "failure_reason",
+            "created_at",
+            "verified_at",
         ]
         read_only_fields = fields
 
 
 class EnvironmentDetailSerializer(EnvironmentSerializer):
     class Meta(EnvironmentSerializer.Meta):
-        fields = EnvironmentSerializer.Meta.fields + ["manifest", "provenance", "verification_report", "package_path"]
+        fields = EnvironmentSerializer.Meta.fields + [
+            "manifest",
+            "provenance",
+            "verification_report",
+            "package_path",
+        ]
         read_only_fields = fields
 
 
@@ -85,13 +123,22 @@ class ThemeViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         payload = ThemeImportSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         with transaction.atomic():
-            job = enqueue("environments.import_themes", payload.validated_data, user=request.user, target="themes")
+            job = enqueue(
+                "environments.import_themes",
+                payload.validated_data,
+                user=request.user,
+                target="themes",
+            )
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ThemeImportSerializer(serializers.Serializer):
-    source_kind = serializers.ChoiceField(choices=["mcp_spec", "tool_doc", "prd", "auto"], default="auto")
-    documents = serializers.ListField(child=serializers.JSONField(), required=False, max_length=5000)
+    source_kind = serializers.ChoiceField(
+        choices=["mcp_spec", "tool_doc", "prd", "auto"], default="auto"
+    )
+    documents = serializers.ListField(
+        child=serializers.JSONField(), required=False, max_length=5000
+    )
     mcp_command = serializers.CharField(required=False, max_length=500)
     mcp_url = serializers.URLField(required=False)
 
@@ -102,7 +149,9 @@ class ThemeImportSerializer(serializers.Serializer):
 
 
 class BuildEnvironmentsSerializer(serializers.Serializer):
-    sources = serializers.ListField(child=serializers.CharField(max_length=120), required=False, max_length=200)
+    sources = serializers.ListField(
+        child=serializers.CharField(max_length=120), required=False, max_length=200
+    )
     workers = serializers.IntegerField(min_value=1, max_value=64, default=2)
 
 
@@ -129,7 +178,9 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
         environment = self.get_object()
         if environment.status != Environment.Status.VERIFIED:
             raise serializers.ValidationError(
-                {"status": f"{environment} is {environment.status}; only verified environments are retired"}
+                {
+                    "status": f"{environment} is {environment.status}; only verified environments are retired"
+                }
             )
         environment.transition(Environment.Status.RETIRED)
         return Response(EnvironmentSerializer(environment).data)
@@ -139,7 +190,12 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
         payload = BuildEnvironmentsSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         with transaction.atomic():
-            job = enqueue("environments.build_catalogue", payload.validated_data, user=request.user, target="catalogue")
+            job = enqueue(
+                "environments.build_catalogue",
+                payload.validated_data,
+                user=request.user,
+                target="catalogue",
+            )
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

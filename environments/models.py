@@ -14,19 +14,29 @@ class Category(models.Model):
 
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=140)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
-    level = models.PositiveSmallIntegerField(choices=[(1, "primary"), (2, "secondary"), (3, "tertiary")])
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    level = models.PositiveSmallIntegerField(
+        choices=[(1, "primary"), (2, "secondary"), (3, "tertiary")]
+    )
     description = models.TextField(blank=True)
 
     class Meta:
         ordering = ["level", "name"]
         verbose_name_plural = "categories"
         constraints = [
-            models.UniqueConstraint(fields=["parent", "slug"], name="category_unique_slug_per_parent"),
             models.UniqueConstraint(
-                fields=["slug"], condition=models.Q(parent__isnull=True), name="category_unique_root_slug"
+                fields=["parent", "slug"], name="category_unique_slug_per_parent"
             ),
-            models.CheckConstraint(condition=models.Q(level__gte=1, level__lte=3), name="category_level_1_to_3"),
+            models.UniqueConstraint(
+                fields=["slug"],
+                condition=models.Q(parent__isnull=True),
+                name="category_unique_root_slug",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(level__gte=1, level__lte=3), name="category_level_1_to_3"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -43,7 +53,9 @@ class Category(models.Model):
     def clean(self) -> None:
         expected = 1 if self.parent is None else self.parent.level + 1
         if self.level != expected:
-            raise ValidationError({"level": f"a category under {self.parent or 'the root'} has level {expected}"})
+            raise ValidationError(
+                {"level": f"a category under {self.parent or 'the root'} has level {expected}"}
+            )
 
     def save(self, *args, **kwargs) -> None:
         if not self.slug:
@@ -53,7 +65,9 @@ class Category(models.Model):
         super().save(*args, **kwargs)
 
     @classmethod
-    def ensure_path(cls, primary: str, secondary: str | None = None, tertiary: str | None = None) -> Category:
+    def ensure_path(
+        cls, primary: str, secondary: str | None = None, tertiary: str | None = None
+    ) -> Category:
         node = None
         for level, name in enumerate([primary, secondary, tertiary], start=1):
             if not name:
@@ -88,10 +102,18 @@ class Theme(models.Model):
     source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
     raw_spec = models.JSONField(default=dict, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
-    fingerprint = models.CharField(max_length=64, db_index=True, blank=True, help_text="For near-duplicate detection")
-    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="themes")
-    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    fingerprint = models.CharField(
+        max_length=64, db_index=True, blank=True, help_text="For near-duplicate detection"
+    )
+    category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="themes"
+    )
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -130,10 +152,18 @@ class Environment(models.Model):
     version = models.PositiveIntegerField(default=1)
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    theme = models.ForeignKey(Theme, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments")
-    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    theme = models.ForeignKey(
+        Theme, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments"
+    )
+    category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="environments"
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
     package_path = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     manifest = models.JSONField(default=dict, blank=True)
@@ -144,13 +174,17 @@ class Environment(models.Model):
     task_count = models.PositiveIntegerField(default=0)
     table_count = models.PositiveIntegerField(default=0)
     row_count = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
     created_at = models.DateTimeField(default=timezone.now)
     verified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name", "-version"]
-        constraints = [models.UniqueConstraint(fields=["name", "version"], name="environment_unique_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="environment_unique_version")
+        ]
         indexes = [
             models.Index(fields=["status", "category"]),
             models.Index(fields=["category", "name"]),
@@ -165,7 +199,9 @@ class Environment(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         if self.pk:
-            previous = Environment.objects.filter(pk=self.pk).values(*self.FROZEN_FIELDS, "status").first()
+            previous = (
+                Environment.objects.filter(pk=self.pk).values(*self.FROZEN_FIELDS, "status").first()
+            )
             if previous and previous["status"] in (self.Status.VERIFIED, self.Status.RETIRED):
                 changed = [f for f in self.FROZEN_FIELDS if previous[f] != getattr(self, f)]
                 if changed:
@@ -189,7 +225,9 @@ class Environment(models.Model):
         self.save()
 
     def next_version_number(self) -> int:
-        latest = Environment.objects.filter(name=self.name).aggregate(m=models.Max("version"))["m"] or 0
+        latest = (
+            Environment.objects.filter(name=self.name).aggregate(m=models.Max("version"))["m"] or 0
+        )
         return latest + 1
 
 
@@ -217,9 +255,12 @@ class Tool(models.Model):
     class Meta:
         ordering = ["environment", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["environment", "name"], name="tool_unique_name_per_environment"),
+            models.UniqueConstraint(
+                fields=["environment", "name"], name="tool_unique_name_per_environment"
+            ),
             models.CheckConstraint(
-                condition=models.Q(test_accuracy__isnull=True) | models.Q(test_accuracy__gte=0, test_accuracy__lte=1),
+                condition=models.Q(test_accuracy__isnull=True)
+                | models.Q(test_accuracy__gte=0, test_accuracy__lte=1),
                 name="tool_accuracy_between_0_and_1",
             ),
         ]
@@ -237,7 +278,9 @@ class ToolTest(models.Model):
 
     class Meta:
         ordering = ["tool", "name"]
-        constraints = [models.UniqueConstraint(fields=["tool", "name"], name="tooltest_unique_name_per_tool")]
+        constraints = [
+            models.UniqueConstraint(fields=["tool", "name"], name="tooltest_unique_name_per_tool")
+        ]
 
     def __str__(self) -> str:
         return self.name

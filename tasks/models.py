@@ -50,6 +50,7 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["environment", "split", "kind"]),
             models.Index(fields=["split", "round_number"]),
+            models.Index(fields=["environment", "id"], name="task_environment_id"),
         ]
 
     def __str__(self) -> str:

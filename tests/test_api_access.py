@@ -16,7 +16,10 @@ pytestmark = pytest.mark.django_db
 def verified_environment():
     category = Category.ensure_path("Travel & Transportation", "Flights")
     environment = Environment.objects.create(
-        name="airports", category=category, status=Environment.Status.VERIFYING, manifest={"name": "airports"}
+        name="airports",
+        category=category,
+        status=Environment.Status.VERIFYING,
+        manifest={"name": "airports"},
     )
     environment.transition(Environment.Status.VERIFIED)
     return environment
@@ -25,8 +28,12 @@ def verified_environment():
 @pytest.fixture
 def pending_proposal():
     policy = Policy.objects.create(name="tiny", kind=Policy.Kind.LOCAL_HF)
-    evolution_round = EvolutionRound.objects.create(number=1, policy=policy, status="awaiting_approval")
-    return ExpansionProposal.objects.create(round=evolution_round, kind="more_tasks", rationale="planning failures")
+    evolution_round = EvolutionRound.objects.create(
+        number=1, policy=policy, status="awaiting_approval"
+    )
+    return ExpansionProposal.objects.create(
+        round=evolution_round, kind="more_tasks", rationale="planning failures"
+    )
 
 
 def test_anonymous_gets_401_with_json_error():
@@ -60,7 +67,9 @@ def test_viewer_cannot_approve_reviewer_can(viewer_api, reviewer_api, pending_pr
     assert pending_proposal.status == "pending"
     accepted = reviewer_api.post(url, {"note": "ship it"}, format="json")
     assert accepted.status_code == 200, accepted.json()
-    assert accepted.json()["status"] == "approved" and accepted.json()["reviewer"] == "rita_reviewer"
+    assert (
+        accepted.json()["status"] == "approved" and accepted.json()["reviewer"] == "rita_reviewer"
+    )
     again = reviewer_api.post(url, {}, format="json")
     assert again.status_code == 400 and "already approved" in again.json()["error"]
 
@@ -84,7 +93,11 @@ def test_bad_input_gets_400_with_message_and_changes_nothing(reviewer_api, verif
     cases = [
         ("/api/tasks/synthesize/", {"environment": verified_environment.pk, "count": 0}, "count"),
         ("/api/tasks/synthesize/", {"environment": 999999}, "environment"),
-        ("/api/tasks/synthesize/", {"environment": verified_environment.pk, "min_walk_length": 9, "max_walk_length": 2}, "min_walk_length"),
+        (
+            "/api/tasks/synthesize/",
+            {"environment": verified_environment.pk, "min_walk_length": 9, "max_walk_length": 2},
+            "min_walk_length",
+        ),
         ("/api/themes/import/", {"source_kind": "mcp_spec"}, "give documents"),
         ("/api/training-runs/", {"base_policy": 12345}, "base_policy"),
         ("/api/policies/", {"name": "remote", "kind": "openai"}, "base_url"),
@@ -94,9 +107,13 @@ def test_bad_input_gets_400_with_message_and_changes_nothing(reviewer_api, verif
         assert response.status_code == 400, (url, response.content)
         assert expected in response.json()["error"], (url, response.json())
     policy = Policy.objects.create(name="tiny", kind=Policy.Kind.LOCAL_HF)
-    response = reviewer_api.post("/api/training-runs/", {"base_policy": policy.pk, "config": {"bogus": 1}}, format="json")
+    response = reviewer_api.post(
+        "/api/training-runs/", {"base_policy": policy.pk, "config": {"bogus": 1}}, format="json"
+    )
     assert response.status_code == 400 and "unknown config keys: bogus" in response.json()["error"]
-    malformed = reviewer_api.generic("POST", "/api/policies/", "{not json", content_type="application/json")
+    malformed = reviewer_api.generic(
+        "POST", "/api/policies/", "{not json", content_type="application/json"
+    )
     assert malformed.status_code == 400 and "JSON parse error" in malformed.json()["error"]
     assert Job.objects.count() == jobs_before
     assert TrainingRun.objects.count() == 0
@@ -108,7 +125,13 @@ def test_openapi_schema_and_docs_page(viewer, client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     paths = schema.json()["paths"]
-    for expected in ("/api/environments/", "/api/tasks/", "/api/rounds/", "/api/proposals/{id}/approve/", "/api/jobs/"):
+    for expected in (
+        "/api/environments/",
+        "/api/tasks/",
+        "/api/rounds/",
+        "/api/proposals/{id}/approve/",
+        "/api/jobs/",
+    ):
         assert expected in paths
     docs = client.get("/api/docs/")
     assert docs.status_code == 200

@@ -39,14 +39,18 @@ def test_worker_runs_a_job_and_reports_progress(tmp_path):
     assert record.worker == worker.hostname
     assert "step 4 of 4" in record.log_tail
     assert record.started_at and record.finished_at and record.finished_at >= record.started_at
-    assert len(seen_progress - {0.0, 1.0}) >= 1, f"no intermediate progress observed: {seen_progress}"
+    assert len(seen_progress - {0.0, 1.0}) >= 1, (
+        f"no intermediate progress observed: {seen_progress}"
+    )
 
 
 def test_failing_job_is_recorded_failed_with_its_error(tmp_path):
     with celery_worker(tmp_path) as worker:
         with transaction.atomic():
             job = enqueue("system.worker_check", {"seconds": "not-a-number"})
-        wait_for(lambda: job_state(job.pk).is_finished, timeout=60, message=f"job end\n{worker.log()}")
+        wait_for(
+            lambda: job_state(job.pk).is_finished, timeout=60, message=f"job end\n{worker.log()}"
+        )
     record = job_state(job.pk)
     assert record.state == Job.State.FAILED
     assert "ValueError" in record.error
@@ -57,13 +61,21 @@ def test_job_killed_with_its_worker_is_retried_by_the_restarted_worker(tmp_path)
     with celery_worker(tmp_path) as worker:
         with transaction.atomic():
             job = enqueue("system.worker_check", {"seconds": 6.0, "steps": 30})
-        wait_for(lambda: job_state(job.pk).progress > 0.1, timeout=60, message=f"job to start\n{worker.log()}")
+        wait_for(
+            lambda: job_state(job.pk).progress > 0.1,
+            timeout=60,
+            message=f"job to start\n{worker.log()}",
+        )
         worker.kill()
         killed = job_state(job.pk)
         assert killed.state == Job.State.RUNNING and killed.attempts == 1
         # The same worker comes back (same hostname, as a supervisor restarts it).
         worker.start()
-        wait_for(lambda: job_state(job.pk).is_finished, timeout=90, message=f"retried job\n{worker.log()}")
+        wait_for(
+            lambda: job_state(job.pk).is_finished,
+            timeout=90,
+            message=f"retried job\n{worker.log()}",
+        )
     record = job_state(job.pk)
     assert record.state == Job.State.SUCCEEDED, record.error
     assert record.attempts == 2
@@ -78,9 +90,15 @@ def test_job_whose_worker_never_returns_is_failed_by_the_reaper(tmp_path, settin
     with celery_worker(tmp_path, extra_env={"AW_JOB_STALE_SECONDS": "2"}) as worker:
         with transaction.atomic():
             job = enqueue("system.worker_check", {"seconds": 20.0, "steps": 40})
-        wait_for(lambda: job_state(job.pk).progress > 0.0, timeout=60, message=f"job to start\n{worker.log()}")
+        wait_for(
+            lambda: job_state(job.pk).progress > 0.0,
+            timeout=60,
+            message=f"job to start\n{worker.log()}",
+        )
         worker.kill()
-    wait_for(lambda: reap_stale_jobs() or job_state(job.pk).is_finished, timeout=30, message="reaper")
+    wait_for(
+        lambda: reap_stale_jobs() or job_state(job.pk).is_finished, timeout=30, message="reaper"
+    )
     record = job_state(job.pk)
     assert record.state == Job.State.FAILED
     assert "no heartbeat" in record.error and "gave up after 1 attempts" in record.error

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db
 
 def make_environment(name: str = "airports", **fields) -> Environment:
     category = Category.ensure_path("Travel & Transportation", "Flights", "Airports")
-    return Environment.objects.create(name=name, category=category, manifest={"name": name}, **fields)
+    return Environment.objects.create(
+        name=name, category=category, manifest={"name": name}, **fields
+    )
 
 
 def test_category_paths_are_three_levels_and_reused():
@@ -62,14 +64,20 @@ def test_tool_names_unique_and_accuracy_bounded():
     with pytest.raises(IntegrityError), transaction.atomic():
         Tool.objects.create(environment=environment, name="get_airport", schema={})
     with pytest.raises(IntegrityError), transaction.atomic():
-        Tool.objects.create(environment=environment, name="search_airports", schema={}, test_accuracy=1.5)
+        Tool.objects.create(
+            environment=environment, name="search_airports", schema={}, test_accuracy=1.5
+        )
 
 
 def test_task_signature_unique_within_environment():
     environment = make_environment()
-    Task.objects.create(environment=environment, kind="graph", instruction="Find JFK", signature="abc")
+    Task.objects.create(
+        environment=environment, kind="graph", instruction="Find JFK", signature="abc"
+    )
     with pytest.raises(IntegrityError), transaction.atomic():
-        Task.objects.create(environment=environment, kind="graph", instruction="Find JFK again", signature="abc")
+        Task.objects.create(
+            environment=environment, kind="graph", instruction="Find JFK again", signature="abc"
+        )
 
 
 def test_job_progress_is_bounded():

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import django_filters
+from django.apps import apps
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from aw_site.jobs import enqueue
-from aw_site.jobs_api import JobSerializer
 from environments.models import Environment
 from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
 
@@ -16,12 +18,25 @@ from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRu
 class PolicySerializer(serializers.ModelSerializer):
     class Meta:
         model = Policy
-        fields = ["id", "name", "version", "kind", "base_url", "model_name", "checkpoint_path", "parent", "description", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "kind",
+            "base_url",
+            "model_name",
+            "checkpoint_path",
+            "parent",
+            "description",
+            "created_at",
+        ]
         read_only_fields = ["version", "checkpoint_path", "parent", "created_at"]
 
     def validate(self, attrs):
         if attrs.get("kind") == Policy.Kind.OPENAI and not attrs.get("base_url"):
-            raise serializers.ValidationError({"base_url": "an OpenAI-compatible policy needs a base_url"})
+            raise serializers.ValidationError(
+                {"base_url": "an OpenAI-compatible policy needs a base_url"}
+            )
         return attrs
 
     def create(self, validated_data):
@@ -46,18 +61,48 @@ class TrainingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = TrainingRun
         fields = [
-            "id", "base_policy", "output_policy", "config", "status", "job", "environments", "summary",
-            "failure_reason", "round_number", "created_at", "finished_at",
+            "id",
+            "base_policy",
+            "output_policy",
+            "config",
+            "status",
+            "job",
+            "environments",
+            "summary",
+            "failure_reason",
+            "round_number",
+            "created_at",
+            "finished_at",
         ]
-        read_only_fields = ["output_policy", "status", "job", "summary", "failure_reason", "round_number", "created_at", "finished_at"]
+        read_only_fields = [
+            "output_policy",
+            "status",
+            "job",
+            "summary",
+            "failure_reason",
+            "round_number",
+            "created_at",
+            "finished_at",
+        ]
 
     def validate_config(self, value):
         if not isinstance(value, dict):
             raise serializers.ValidationError("config must be a JSON object")
-        allowed = {"sft_epochs", "grpo_steps", "num_generations", "max_completion_length", "learning_rate", "tasks_per_environment", "seed", "use_vllm"}
+        allowed = {
+            "sft_epochs",
+            "grpo_steps",
+            "num_generations",
+            "max_completion_length",
+            "learning_rate",
+            "tasks_per_environment",
+            "seed",
+            "use_vllm",
+        }
         unknown = sorted(set(value) - allowed)
         if unknown:
-            raise serializers.ValidationError(f"unknown config keys: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+            raise serializers.ValidationError(
+                f"unknown config keys: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+            )
         return value
 
 
@@ -65,8 +110,18 @@ class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = Step
         fields = [
-            "index", "role", "content", "tool_name", "tool_arguments", "raw_tool_call", "tool_result",
-            "error", "error_kind", "state_diff", "duration_ms", "tokens",
+            "index",
+            "role",
+            "content",
+            "tool_name",
+            "tool_arguments",
+            "raw_tool_call",
+            "tool_result",
+            "error",
+            "error_kind",
+            "state_diff",
+            "duration_ms",
+            "tokens",
         ]
 
 
@@ -76,9 +131,22 @@ class TrajectorySerializer(serializers.ModelSerializer):
     class Meta:
         model = Trajectory
         fields = [
-            "id", "task", "environment", "policy", "training_run", "final_answer", "final_state_hash",
-            "finished_reason", "reward", "total_reward", "success", "step_count", "tokens",
-            "duration_ms", "created_at", "labels",
+            "id",
+            "task",
+            "environment",
+            "policy",
+            "training_run",
+            "final_answer",
+            "final_state_hash",
+            "finished_reason",
+            "reward",
+            "total_reward",
+            "success",
+            "step_count",
+            "tokens",
+            "duration_ms",
+            "created_at",
+            "labels",
         ]
 
     def get_labels(self, obj) -> list[str]:
@@ -101,7 +169,9 @@ class PolicyViewSet(viewsets.ModelViewSet):
 
 
 class TrainingRunViewSet(viewsets.ModelViewSet):
-    queryset = TrainingRun.objects.select_related("base_policy", "output_policy", "job").prefetch_related("environments")
+    queryset = TrainingRun.objects.select_related(
+        "base_policy", "output_policy", "job"
+    ).prefetch_related("environments")
     serializer_class = TrainingRunSerializer
     filterset_fields = ["status", "base_policy", "round_number"]
     http_method_names = ["get", "post", "head", "options"]
@@ -111,10 +181,17 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         environments = serializer.validated_data.get("environments") or []
         if any(env.status != Environment.Status.VERIFIED for env in environments):
-            raise serializers.ValidationError({"environments": "training uses verified environments only"})
+            raise serializers.ValidationError(
+                {"environments": "training uses verified environments only"}
+            )
         with transaction.atomic():
             run = serializer.save()
-            job = enqueue("training.train", {"run": run.pk}, user=request.user, target=f"training_run:{run.pk}")
+            job = enqueue(
+                "training.train",
+                {"run": run.pk},
+                user=request.user,
+                target=f"training_run:{run.pk}",
+            )
             run.job = job
             run.save(update_fields=["job"])
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
@@ -125,17 +202,31 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
         return Response(TrainingMetricSerializer(run.metrics.all(), many=True).data)
 
 
+class TrajectoryFilter(django_filters.FilterSet):
+    """Filters on many-valued relations use EXISTS, so the list never needs DISTINCT."""
+
+    failure_labels__label = django_filters.CharFilter(method="filter_label")
+    evaluations__round__number = django_filters.NumberFilter(method="filter_round")
+
+    class Meta:
+        model = Trajectory
+        fields = ["environment", "policy", "task", "success", "finished_reason"]
+
+    def filter_label(self, queryset, name, value):
+        labels = apps.get_model("arena", "FailureLabel").objects
+        return queryset.filter(Exists(labels.filter(trajectory=OuterRef("pk"), label=value)))
+
+    def filter_round(self, queryset, name, value):
+        links = apps.get_model("arena", "ArenaEvaluation").trajectories.through.objects
+        return queryset.filter(
+            Exists(links.filter(trajectory_id=OuterRef("pk"), arenaevaluation__round__number=value))
+        )
+
+
 class TrajectoryViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Trajectory.objects.select_related("task", "environment", "policy").prefetch_related("failure_labels")
-    filterset_fields = {
-        "environment": ["exact"],
-        "policy": ["exact"],
-        "task": ["exact"],
-        "success": ["exact"],
-        "finished_reason": ["exact"],
-        "failure_labels__label": ["exact"],
-        "evaluations__round__number": ["exact"],
-    }
+    # The serializer shows task, environment and policy as ids: no joins needed.
+    queryset = Trajectory.objects.prefetch_related("failure_labels")
+    filterset_class = TrajectoryFilter
     ordering_fields = ["created_at", "total_reward"]
 
     def get_serializer_class(self):
@@ -145,7 +236,7 @@ class TrajectoryViewSet(viewsets.ReadOnlyModelViewSet):
         queryset = super().get_queryset()
         if self.action == "retrieve":
             queryset = queryset.prefetch_related("steps")
-        return queryset.distinct()
+        return queryset
 
 
 def register(router) -> None:

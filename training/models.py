@@ -19,17 +19,23 @@ class Policy(models.Model):
     name = models.SlugField(max_length=120)
     version = models.PositiveIntegerField(default=1)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    base_url = models.URLField(blank=True, help_text="For OpenAI-compatible endpoints; the key comes from env vars")
+    base_url = models.URLField(
+        blank=True, help_text="For OpenAI-compatible endpoints; the key comes from env vars"
+    )
     model_name = models.CharField(max_length=200, blank=True)
     checkpoint_path = models.CharField(max_length=500, blank=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["name", "-version"]
         verbose_name_plural = "policies"
-        constraints = [models.UniqueConstraint(fields=["name", "version"], name="policy_unique_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="policy_unique_version")
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
@@ -43,10 +49,16 @@ class TrainingRun(models.Model):
         FAILED = "failed"
 
     base_policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="training_runs")
-    output_policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by")
+    output_policy = models.ForeignKey(
+        Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="produced_by"
+    )
     config = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_runs")
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="training_runs"
+    )
     environments = models.ManyToManyField(Environment, blank=True, related_name="training_runs")
     summary = models.JSONField(default=dict, blank=True)
     failure_reason = models.TextField(blank=True)
@@ -75,7 +87,9 @@ class TrainingMetric(models.Model):
 
 class Checkpoint(models.Model):
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="checkpoints")
-    run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints")
+    run = models.ForeignKey(
+        TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoints"
+    )
     step = models.PositiveIntegerField(default=0)
     path = models.CharField(max_length=500)
     metrics = models.JSONField(default=dict, blank=True)
@@ -95,9 +109,13 @@ class Trajectory(models.Model):
         POLICY_ERROR = "policy_error"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
-    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="trajectories")
+    environment = models.ForeignKey(
+        Environment, on_delete=models.CASCADE, related_name="trajectories"
+    )
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="trajectories")
-    training_run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories")
+    training_run = models.ForeignKey(
+        TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="trajectories"
+    )
     final_answer = models.TextField(blank=True)
     final_state_hash = models.CharField(max_length=64, blank=True)
     state_diff = models.JSONField(default=dict, blank=True)
@@ -115,6 +133,7 @@ class Trajectory(models.Model):
         indexes = [
             models.Index(fields=["environment", "success"]),
             models.Index(fields=["policy", "created_at"]),
+            models.Index(fields=["created_at"], name="trajectory_created_at"),
         ]
         verbose_name_plural = "trajectories"
 
@@ -139,7 +158,11 @@ class Step(models.Model):
 
     class Meta:
         ordering = ["trajectory", "index"]
-        constraints = [models.UniqueConstraint(fields=["trajectory", "index"], name="step_unique_index_per_trajectory")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trajectory", "index"], name="step_unique_index_per_trajectory"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"step {self.index} of trajectory {self.trajectory_id}"

@@ -19,11 +19,17 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# docs/screenshots is refreshed only on request, so a test run leaves the tree clean.
+SCREENSHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("AW_UPDATE_SCREENSHOTS") == "1"
+    else Path(os.environ.get("TMPDIR", "/tmp")) / "aw-screenshots"
+)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Module scope: Playwright's loop must stop before tests that run their own asyncio loop."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}")

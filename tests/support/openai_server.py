@@ -21,7 +21,9 @@ def text_reply(content: str) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
-def tool_call_reply(name: str, arguments: dict[str, Any] | str, content: str = "") -> dict[str, Any]:
+def tool_call_reply(
+    name: str, arguments: dict[str, Any] | str, content: str = ""
+) -> dict[str, Any]:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {
         "role": "assistant",
@@ -69,7 +71,9 @@ class ScriptedOpenAIServer:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
+                    self._send(
+                        200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]}
+                    )
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

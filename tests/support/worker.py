@@ -47,16 +47,46 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> WorkerProcess:
+        self._ready_before = self.log().count(f"{self.hostname} ready")
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "aw_site", "worker", "--pool=solo",
-                "--loglevel=INFO", "-Q", self.queues, "-n", self.hostname, "--without-mingle",
-                "--without-gossip", "--without-heartbeat",
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "aw_site",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "-Q",
+                self.queues,
+                "-n",
+                self.hostname,
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
             ],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+        self.wait_until_ready()
         return self
+
+    def wait_until_ready(self, timeout: float = 90.0) -> None:
+        """Fail at once, with the worker's log, when the worker cannot start."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                code = self.process.returncode
+                raise RuntimeError(f"worker exited with {code}:\n{self.log()[-4000:]}")
+            if self.log().count(f"{self.hostname} ready") > self._ready_before:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"worker not ready after {timeout}s:\n{self.log()[-4000:]}")
 
     def kill(self) -> None:
         """SIGKILL, as when a machine dies or the OOM killer strikes: no cleanup runs."""
@@ -77,7 +107,9 @@ class WorkerProcess:
 
 
 @contextmanager
-def celery_worker(tmp_path: Path, queues: str = "default,sandbox,gpu", extra_env: dict[str, str] | None = None):
+def celery_worker(
+    tmp_path: Path, queues: str = "default,sandbox,gpu", extra_env: dict[str, str] | None = None
+):
     """Run a worker against the test database; the caller's process dispatches through Redis."""
     from django.conf import settings
 
@@ -94,7 +126,11 @@ def celery_worker(tmp_path: Path, queues: str = "default,sandbox,gpu", extra_env
         "PYTHONUNBUFFERED": "1",
         **(extra_env or {}),
     }
-    old_mode, old_broker, old_backend = settings.AW_JOBS_MODE, app.conf.broker_url, app.conf.result_backend
+    old_mode, old_broker, old_backend = (
+        settings.AW_JOBS_MODE,
+        app.conf.broker_url,
+        app.conf.result_backend,
+    )
     settings.AW_JOBS_MODE = "celery"
     app.conf.broker_url = TEST_BROKER_URL
     app.conf.result_backend = TEST_BROKER_URL

@@ -14,7 +14,9 @@ def resolve_environment(reference: str) -> Environment:
         environment = queryset.filter(pk=int(reference)).first()
     elif "@v" in reference:
         name, version = reference.split("@v", 1)
-        environment = queryset.filter(name=name, version=int(version)).first() if version.isdigit() else None
+        environment = (
+            queryset.filter(name=name, version=int(version)).first() if version.isdigit() else None
+        )
     else:
         environment = queryset.filter(name=reference).order_by("-version").first()
     if environment is None:
@@ -40,4 +42,9 @@ class Command(BaseCommand):
         import uvicorn
 
         self.stderr.write(f"serving {record.label} over MCP at http://{host}:{http}/mcp")
-        uvicorn.run(build_http_app(record.package_path, host=host), host=host, port=http, log_level="warning")
+        uvicorn.run(
+            build_http_app(record.package_path, host=host),
+            host=host,
+            port=http,
+            log_level="warning",
+        )

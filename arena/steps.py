@@ -1,0 +1,343 @@
+"""The steps of an evolution round, each idempotent so a retried job resumes where it stopped.
+
+evaluate: fresh arena tasks in a stratified sample of environments, the policy's rollouts,
+          the shared reward, a scoreboard compared with the previous round.
+diagnose: error-taxonomy labels on every failure, the weakest environments and capabilities,
+          expansion proposals with their evidence.
+expand:   apply the approved proposals (more tasks, a complexified database, a new environment).
+train:    a training run of the round's policy; its output is the next round's policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from arena.diagnosis import EvaluatedEpisode
+from arena.diagnosis import diagnose as diagnose_episodes
+from arena.models import (
+    ArenaEvaluation,
+    DiagnosisReport,
+    EvolutionRound,
+    ExpansionProposal,
+    FailureLabel,
+)
+from arena.proposals import propose_expansions
+from arena.sampling import sample_environments
+from arena.scoreboard import Scoreboard, build_scoreboard, compare
+from aw_site.jobs import JobContext
+from environments.models import Category, Environment
+from environments.runtime import SandboxPool
+from tasks.records import spec_from_task
+from tasks.service import fresh_arena_tasks, synthesize_tasks
+from training.models import TrainingRun, Trajectory
+from training.service import evaluate_tasks, record_trajectory
+from training.service import train as train_policy
+
+
+def round_evaluation(evolution_round: EvolutionRound) -> ArenaEvaluation:
+    evaluation = evolution_round.evaluations.filter(policy=evolution_round.policy).first()
+    return evaluation or ArenaEvaluation.objects.create(
+        round=evolution_round, policy=evolution_round.policy
+    )
+
+
+def sampled_environments(evolution_round: EvolutionRound) -> list[Environment]:
+    verified = Environment.objects.filter(status=Environment.Status.VERIFIED).select_related(
+        "category"
+    )
+    candidates = [
+        {"name": env.name, "category": env.manifest.get("category", {}), "record": env}
+        for env in verified
+    ]
+    if not candidates:
+        raise ValueError("no verified environments to evaluate in; build the catalogue first")
+    per_category = int(evolution_round.config.get("environments_per_category", 2))
+    return [
+        pick["record"]
+        for pick in sample_environments(
+            candidates, per_category=per_category, seed=evolution_round.seed
+        )
+    ]
+
+
+def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
+    evaluation = round_evaluation(evolution_round)
+    environments = sampled_environments(evolution_round)
+    evaluation.environments.set(environments)
+    per_environment = int(evolution_round.config.get("tasks_per_environment", 4))
+    done_task_ids = set(evaluation.trajectories.values_list("task_id", flat=True))
+    with SandboxPool(workers=2) as pool:
+        tasks = []
+        for index, environment in enumerate(environments):
+            tasks.extend(
+                fresh_arena_tasks(
+                    environment,
+                    evolution_round.number,
+                    per_environment,
+                    pool,
+                    base_seed=evolution_round.seed,
+                )
+            )
+            ctx.progress(
+                0.25 * (index + 1) / len(environments), f"fresh tasks in {environment.label}"
+            )
+        pending = [task for task in tasks if task.pk not in done_task_ids]
+        ctx.log(
+            f"{len(tasks)} arena tasks in {len(environments)} environments; {len(pending)} still to run"
+        )
+        batch = 8
+        for start in range(0, len(pending), batch):
+            chunk = pending[start : start + batch]
+            for task, trajectory in evaluate_tasks(evolution_round.policy, chunk, pool):
+                with transaction.atomic():
+                    evaluation.trajectories.add(
+                        record_trajectory(trajectory, task, evolution_round.policy)
+                    )
+            done = len(tasks) - len(pending) + start + len(chunk)
+            ctx.progress(
+                0.25 + 0.7 * done / max(1, len(tasks)), f"{done} of {len(tasks)} episodes scored"
+            )
+    episodes = evaluated_episodes(evaluation)
+    board = build_scoreboard(episodes)
+    previous = (
+        ArenaEvaluation.objects.filter(round__number__lt=evolution_round.number)
+        .order_by("-round__number")
+        .first()
+    )
+    results = board.to_dict()
+    evaluation.results = results
+    evaluation.comparison = compare(
+        board, Scoreboard.from_dict(previous.results) if previous else None
+    )
+    evaluation.task_count = board.overall.episodes
+    evaluation.success_rate = board.overall.success_rate
+    evaluation.mean_reward = board.overall.mean_reward
+    evaluation.save()
+    evolution_round.scores = {
+        name: cell["mean_reward"] for name, cell in results.get("category", {}).items()
+    }
+    evolution_round.save(update_fields=["scores"])
+    return {
+        "episodes": evaluation.task_count,
+        "success_rate": evaluation.success_rate,
+        "mean_reward": evaluation.mean_reward,
+    }
+
+
+def evaluated_episodes(evaluation: ArenaEvaluation) -> list[EvaluatedEpisode]:
+    trajectories = evaluation.trajectories.select_related("task__environment").prefetch_related(
+        "steps"
+    )
+    episodes = []
+    for row in trajectories:
+        spec = spec_from_task(row.task)
+        manifest = row.task.environment.manifest
+        episodes.append(
+            EvaluatedEpisode(
+                trajectory=trajectory_dict(row),
+                task={**spec.to_dict(), "id": row.task_id, "difficulty": row.task.difficulty},
+                reward=row.reward,
+                environment=row.task.environment.name,
+                category=manifest.get("category", {}),
+                tool_kinds=manifest.get("tool_kinds", {}),
+            )
+        )
+    return episodes
+
+
+def trajectory_dict(row: Trajectory) -> dict[str, Any]:
+    return {
+        "task_id": str(row.task_id),
+        "trajectory_id": row.pk,
+        "environment": row.task.environment.name,
+        "final_answer": row.final_answer,
+        "final_state_hash": row.final_state_hash,
+        "state_diff": row.state_diff,
+        "finished_reason": row.finished_reason,
+        "steps": [
+            {
+                "index": step.index,
+                "role": step.role,
+                "content": step.content,
+                "tool_call": {"name": step.tool_name, "arguments": step.tool_arguments}
+                if step.tool_name
+                else None,
+                "raw_tool_call": step.raw_tool_call or None,
+                "tool_result": step.tool_result,
+                "error": step.error or None,
+                "error_kind": step.error_kind or None,
+            }
+            for step in row.steps.all()
+        ],
+    }
+
+
+def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
+    evaluation = round_evaluation(evolution_round)
+    episodes = evaluated_episodes(evaluation)
+    summary = diagnose_episodes(episodes, seed=evolution_round.seed)
+    ctx.progress(0.6, f"{summary.failure_count} failures labelled in {summary.episodes} episodes")
+    trajectory_of_task = {str(t.task_id): t for t in evaluation.trajectories.all()}
+    data = summary.to_dict()
+    with transaction.atomic():
+        evolution_round.diagnoses.all().delete()  # a retried step rebuilds its report
+        report = DiagnosisReport.objects.create(
+            round=evolution_round,
+            evaluation=evaluation,
+            distribution={
+                "by_label": data["label_counts"],
+                "by_environment": data["by_environment"],
+                "by_category": data["by_category"],
+            },
+            weakest={
+                "environments": data["weakest_environments"],
+                "categories": data["weakest_categories"],
+                "capabilities": data["weakest_capabilities"],
+                "environment_scores": data["environment_scores"],
+                "category_scores": data["category_scores"],
+                "capability_scores": data["capability_scores"],
+            },
+            analysis=summary.analysis,
+        )
+        labels = []
+        for failure in summary.failures:
+            trajectory = trajectory_of_task.get(failure.task_id)
+            if trajectory is None:
+                continue
+            for label in failure.labels:
+                labels.append(
+                    FailureLabel(
+                        trajectory=trajectory,
+                        report=report,
+                        label=label.kind,
+                        evidence=label.to_dict(),
+                    )
+                )
+        FailureLabel.objects.bulk_create(labels, ignore_conflicts=True)
+        evolution_round.proposals.filter(status=ExpansionProposal.Status.PENDING).delete()
+        environments = {env.name: env for env in evaluation.environments.all()}
+        for proposal in propose_expansions(summary):
+            ExpansionProposal.objects.create(
+                round=evolution_round,
+                report=report,
+                kind=proposal.kind,
+                environment=environments.get(proposal.environment or ""),
+                category=category_row(proposal.category),
+                params=proposal.params,
+                rationale=proposal.rationale,
+                evidence=proposal.evidence,
+            )
+    return {"failures": summary.failure_count, "proposals": evolution_round.proposals.count()}
+
+
+def category_row(category: Any) -> Category | None:
+    if isinstance(category, dict) and category.get("primary"):
+        return Category.ensure_path(category["primary"], category.get("secondary"))
+    if isinstance(category, str) and category:
+        primary, _, secondary = category.partition(" / ")
+        return Category.ensure_path(primary, secondary or None)
+    return None
+
+
+def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
+    approved = list(evolution_round.proposals.filter(status=ExpansionProposal.Status.APPROVED))
+    applied = 0
+    for index, proposal in enumerate(approved):
+        try:
+            proposal.result = apply_proposal(proposal, ctx)
+            proposal.status = ExpansionProposal.Status.APPLIED
+            applied += 1
+        except Exception as exc:  # one failed expansion is recorded, the others still apply
+            proposal.result = {"error": f"{type(exc).__name__}: {exc}"}
+            proposal.status = ExpansionProposal.Status.FAILED
+        proposal.applied_job = ctx.job
+        proposal.save(update_fields=["result", "status", "applied_job"])
+        ctx.progress((index + 1) / len(approved), f"proposal {proposal.pk}: {proposal.status}")
+    return {"applied": applied, "failed": len(approved) - applied}
+
+
+def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
+    """Carry out one approved expansion; refuses anything not approved."""
+    proposal.ensure_applicable()
+    params = proposal.params or {}
+    if proposal.kind == ExpansionProposal.Kind.MORE_TASKS:
+        environment = current_version(proposal.environment)
+        longest = int(params.get("max_walk_length", params.get("min_walk_length", 3)))
+        created = synthesize_tasks(
+            environment,
+            count=int(params.get("count", 20)),
+            min_walk_length=int(params.get("min_walk_length", 1)),
+            max_walk_length=max(longest, int(params.get("min_walk_length", 1))),
+            write_steps=int(params.get("write_steps", 0)),
+            seed=proposal.round.seed + proposal.pk,
+            split="train",
+            round_number=proposal.round.number,
+        )
+        return {"environment": environment.pk, "tasks_created": len(created)}
+    if proposal.kind == ExpansionProposal.Kind.COMPLEXIFY_DATABASE:
+        from environments.jobs import complexify_environment
+
+        return complexify_environment(
+            ctx,
+            current_version(proposal.environment).pk,
+            rounds=int(params.get("rounds", 1)),
+            rows_per_table=int(params.get("rows_per_table", 5)),
+            seed=proposal.round.seed,
+        )
+    if proposal.kind == ExpansionProposal.Kind.NEW_ENVIRONMENT:
+        return build_in_category(proposal, ctx)
+    raise ValueError(f"unknown proposal kind {proposal.kind}")
+
+
+def current_version(environment: Environment | None) -> Environment:
+    if environment is None:
+        raise ValueError("the proposal names no environment")
+    newest = (
+        Environment.objects.filter(name=environment.name, status=Environment.Status.VERIFIED)
+        .order_by("-version")
+        .first()
+    )
+    return newest or environment
+
+
+def build_in_category(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
+    """Mine a new environment in the weak category from an offline source not yet built."""
+    from environments.discovery.catalogue import STARTER_SPECS
+    from environments.jobs import build_environment
+
+    category = proposal.category
+    wanted = category.primary().name if category else None
+    built = set(Environment.objects.values_list("name", flat=True))
+    for spec in STARTER_SPECS:
+        if spec["category"]["primary"] == wanted and spec["name"] not in built:
+            return build_environment(ctx, spec["name"])
+    raise ValueError(
+        f"no unbuilt offline data source in {wanted or 'that category'}; configure AW_LLM_BASE_URL "
+        "for the research agent or add a source"
+    )
+
+
+def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
+    if not evolution_round.config.get("train", True):
+        return {"skipped": "training disabled for this round"}
+    run = evolution_round.training_run
+    if run is None or run.status == TrainingRun.Status.FAILED:
+        run = TrainingRun.objects.create(
+            base_policy=evolution_round.policy,
+            config=evolution_round.config.get("training", {}),
+            round_number=evolution_round.number,
+            job=ctx.job,
+        )
+        run.environments.set(round_evaluation(evolution_round).environments.all())
+        evolution_round.training_run = run
+        evolution_round.save(update_fields=["training_run"])
+    if run.status != TrainingRun.Status.SUCCEEDED:
+        train_policy(run, ctx.progress)
+        run.refresh_from_db()
+    evolution_round.trained_policy = run.output_policy
+    evolution_round.finished_at = timezone.now()
+    evolution_round.save(update_fields=["trained_policy", "finished_at"])
+    return {"training_run": run.pk, "output_policy": run.output_policy_id}

@@ -1,0 +1,1 @@
+"""Paper-scale synthetic catalogue for load, latency and query-count benchmarks (not for users)."""

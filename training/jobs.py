@@ -1,0 +1,30 @@
+"""Celery jobs of training: a TrainingRun on the gpu queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from aw_site.jobs import JobContext, job
+from aw_site.models import Job
+from training.models import TrainingRun
+from training.service import train
+
+
+@job("training.train", queue=Job.Queue.GPU)
+def train_job(ctx: JobContext, run: int) -> dict[str, Any]:
+    record = TrainingRun.objects.select_related("base_policy").get(pk=run)
+    if record.status == TrainingRun.Status.SUCCEEDED:
+        return {"skipped": f"training run {run} already succeeded"}
+    try:
+        train(record, ctx.progress)
+    except Exception as exc:
+        TrainingRun.objects.filter(pk=run).update(
+            status=TrainingRun.Status.FAILED,
+            failure_reason=f"{type(exc).__name__}: {exc}",
+            finished_at=timezone.now(),
+        )
+        raise
+    record.refresh_from_db()
+    return {"output_policy": record.output_policy_id, "summary": record.summary}
