@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from environments.python_source import parse_python
+
 INVALID_TOOL_CALL = "invalid_tool_call"
 TOOL_ERROR = "tool_error"
 WRONG_ARGUMENTS = "wrong_arguments"
@@ -224,7 +226,7 @@ def required_tools(task: Any) -> list[str]:
 
 def _tools_called_in_solution(source: str) -> list[str]:
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return []
     names = []

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from environments.python_source import parse_python
+
 PACKAGE_FILES = ("manifest.json", "state.sqlite", "tools.py", "tool_tests.py", "provenance.json")
 MANIFEST_KEYS = ("name", "version", "title", "description", "category", "tools", "tool_kinds")
 CATEGORY_LEVELS = ("primary", "secondary", "tertiary")
@@ -259,7 +261,7 @@ def _check_tool_schema(tool: Any, index: int) -> None:
 
 def _parse(source: str, filename: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        return parse_python(source, filename)
     except SyntaxError as exc:
         raise PackageError(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}") from exc
 

@@ -12,11 +12,12 @@ from django.db import transaction
 
 from environments.models import Category, Environment, Theme, Tool, ToolTest
 from environments.package import EnvironmentPackage, load_package
+from environments.python_source import parse_python
 
 
 def function_sources(source: str) -> dict[str, str]:
     """Source text of each top-level function, by name (for showing a tool's code)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     return {
         node.name: ast.get_source_segment(source, node) or ""
         for node in tree.body

@@ -100,4 +100,3 @@ def test_two_auto_approved_rounds_compare_scores(arena_world):
     second_tasks = set(second.evaluations.get().trajectories.values_list("task_id", flat=True))
     assert not first_tasks & second_tasks
     assert Policy.objects.count() == 2
-

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from environments.python_source import compile_python, parse_python
+
 ALLOWED_IMPORTS = frozenset(
     {
         "math",
@@ -52,8 +54,8 @@ class UnsafeCode(ValueError):
 def check_tool_source(source: str, filename: str = "tools.py") -> ast.Module:
     """Parse and compile `source`; raise UnsafeCode naming the first forbidden construct."""
     try:
-        tree = ast.parse(source, filename=filename)
-        compile(tree, filename, "exec")
+        tree = parse_python(source, filename)
+        compile_python(tree, filename)
     except SyntaxError as exc:
         raise UnsafeCode(f"{filename}: syntax error at line {exc.lineno}: {exc.msg}") from exc
     for node in tree.body:
@@ -90,7 +92,7 @@ def _check_module(module: str, line: int, filename: str) -> None:
 
 def function_sources(source: str) -> dict[str, str]:
     """Top-level function name -> its source text (imports are re-added by the caller)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     lines = source.splitlines()
     out = {}
     for node in tree.body:
@@ -101,5 +103,5 @@ def function_sources(source: str) -> dict[str, str]:
 
 
 def import_lines(source: str) -> list[str]:
-    tree = ast.parse(source)
+    tree = parse_python(source)
     return [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

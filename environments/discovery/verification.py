@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from environments.python_source import compile_python
+
 from .code_safety import UnsafeCode, check_tool_source
 from .tool_generator import ToolSet
 
@@ -153,7 +155,7 @@ def verify_tools(
     for tool in schema_tools.names():
         verdict = verdicts[(tool, "schema")] = ToolVerdict(tool, "schema")
         try:
-            compile(schema_tools.functions[tool], f"{tool}.py", "exec")
+            compile_python(schema_tools.functions[tool], f"{tool}.py")
         except SyntaxError as exc:
             verdict.compiled = False
             verdict.reasons.append(f"does not compile: {exc.msg} (line {exc.lineno})")

@@ -106,18 +106,28 @@ class WorkerProcess:
             except ProcessLookupError:
                 pass
         self.process.wait()
-        for fd in (self._request_write, self._reply_read):
+        self._close("_request_write")
+        self._close("_reply_read")
+
+    def _close(self, attribute: str) -> None:
+        """Close a pipe end once: a second close could hit a descriptor another thread now owns."""
+        fd = getattr(self, attribute)
+        if fd < 0:
+            return
+        setattr(self, attribute, -1)
+        if attribute == "_reply_read":
             try:
-                os.close(fd)
-            except OSError:
+                self._poll.unregister(fd)
+            except (KeyError, ValueError):
                 pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
     def stop(self) -> None:
         """Close the request pipe so the worker exits on its own; kill it if it lingers."""
-        try:
-            os.close(self._request_write)
-        except OSError:
-            pass
+        self._close("_request_write")
         try:
             self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,115 @@
+"""Real Celery workers killed mid-way through a training run and an evolution round: the work
+is retried by the restarted worker and finishes; nothing is left running forever."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from arena.models import EvolutionRound
+from arena.rounds import start_round
+from aw_site.models import Job
+from environments.registry import record_package
+from tasks.service import synthesize_tasks
+from tests.support.sample_package import build_sample_package
+from tests.support.worker import celery_worker, redis_available, wait_for
+from training.models import TrainingRun
+from training.service import ensure_tiny_policy
+
+pytestmark = [
+    pytest.mark.worker,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not redis_available(), reason="Redis is not reachable on 127.0.0.1:6379"),
+]
+QUICK_TRAINING = {
+    "sft_epochs": 2,
+    "grpo_steps": 1,
+    "num_generations": 2,
+    "max_completion_length": 24,
+    "tasks_per_environment": 4,
+}
+
+
+@pytest.fixture
+def world(tmp_path, settings):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    shop = record_package(build_sample_package(tmp_path / "pkg", extra_books=20))
+    synthesize_tasks(shop, count=8, min_walk_length=1, max_walk_length=2, split="train")
+    return shop, ensure_tiny_policy()
+
+
+def test_training_run_started_through_the_api_runs_on_the_gpu_queue(
+    world, reviewer_api, tmp_path, settings
+):
+    shop, policy = world
+    with celery_worker(
+        tmp_path, extra_env={"AW_STORAGE_ROOT": str(settings.STORAGE_ROOT)}
+    ) as worker:
+        response = reviewer_api.post(
+            "/api/training-runs/",
+            {"base_policy": policy.pk, "environments": [shop.pk], "config": QUICK_TRAINING},
+            format="json",
+        )
+        assert response.status_code == 202, response.json()
+        run_id = response.json()["id"]
+        job = Job.objects.get(training_runs=run_id)
+        assert job.queue == "gpu" and job.kind == "training.train"
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).is_finished,
+            timeout=300,
+            message=f"training job\n{worker.log()[-3000:]}",
+        )
+    run = TrainingRun.objects.get(pk=run_id)
+    assert run.status == "succeeded", run.failure_reason
+    assert run.output_policy.parent == policy and run.output_policy.version == 2
+    assert run.checkpoints.exists()
+    phases = set(run.metrics.values_list("phase", flat=True))
+    assert {"gold", "sft", "grpo"} <= phases
+    grpo = run.metrics.filter(phase="grpo").first().values
+    assert {"reward_mean", "loss"} <= set(grpo)
+    metrics = reviewer_api.get(f"/api/training-runs/{run_id}/metrics/").json()
+    assert len(metrics) == run.metrics.count()
+
+
+def test_round_resumes_after_its_worker_is_killed(world, tmp_path, settings):
+    _, policy = world
+    with celery_worker(
+        tmp_path, extra_env={"AW_STORAGE_ROOT": str(settings.STORAGE_ROOT)}
+    ) as worker:
+        with transaction.atomic():
+            evolution_round = start_round(
+                auto_approve=True, tasks_per_environment=4, training=QUICK_TRAINING
+            )
+
+        def evaluating_with_progress():
+            job = EvolutionRound.objects.get(pk=evolution_round.pk).current_job
+            return (
+                job is not None
+                and job.kind == "arena.evaluate"
+                and job.state == "running"
+                and job.progress > 0.2
+            )
+
+        wait_for(
+            evaluating_with_progress,
+            timeout=120,
+            interval=0.05,
+            message=f"evaluation under way\n{worker.log()[-3000:]}",
+        )
+        worker.kill()
+        worker.start()
+
+        def finished():
+            return EvolutionRound.objects.get(pk=evolution_round.pk).status in ("done", "failed")
+
+        wait_for(finished, timeout=400, message=f"round to finish\n{worker.log()[-3000:]}")
+    evolution_round.refresh_from_db()
+    assert evolution_round.status == "done", evolution_round.failure_reason
+    evaluate = Job.objects.get(rounds=evolution_round, kind="arena.evaluate")
+    assert evaluate.attempts == 2 and evaluate.state == "succeeded"
+    evaluation = evolution_round.evaluations.get()
+    tasks = list(evaluation.trajectories.values_list("task_id", flat=True))
+    assert len(tasks) == len(set(tasks)) == evaluation.task_count
+    assert evolution_round.trained_policy is not None
+    assert not Job.objects.exclude(state__in=["succeeded", "failed"]).exists()
