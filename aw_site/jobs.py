@@ -285,6 +285,17 @@ def recover_lost_job(record: Job, reason: str) -> str:
     return Job.State.RETRYING
 
 
+def recover_in_process_jobs() -> list[int]:
+    """Jobs an earlier embedded process left running are retried or failed (its threads died)."""
+    prefix = f"in-process@{socket.gethostname()}:"
+    recovered = []
+    running = Job.objects.filter(state=Job.State.RUNNING, worker__startswith=prefix)
+    for record in running.exclude(worker=in_process_worker_name()):
+        recover_lost_job(record, f"{record.worker} exited while the job ran")
+        recovered.append(record.pk)
+    return recovered
+
+
 def recover_jobs_of_worker(worker: str) -> list[int]:
     """Jobs left running by an earlier life of this worker are retried or failed."""
     recovered = []

@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from arena.models import EvolutionRound
 from arena.rounds import start_round
-from aw_site.jobs import enqueue
+from aw_site.jobs import enqueue, recover_in_process_jobs
 from aw_site.models import Job
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
 from environments.discovery.catalogue import STARTER_SPECS
@@ -61,6 +61,11 @@ class Command(BaseCommand):
                 "run_embedded is the embedded default: unset CELERY_BROKER_URL, or use the Celery workers"
             )
         self.create_demo_users()
+        with transaction.atomic():
+            recovered = recover_in_process_jobs()
+        if recovered:
+            self.stdout.write(f"retrying jobs an earlier run left unfinished: {recovered}")
+            self.finish_unfinished_rounds()
         if not skip_loop:
             started = time.monotonic()
             names = [s for s in sources.split(",") if s] or [spec["name"] for spec in STARTER_SPECS]
@@ -143,13 +148,26 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"tasks: {len(created)} in {environment.label}")
 
+    def finish_unfinished_rounds(self) -> None:
+        unfinished = EvolutionRound.objects.exclude(status__in=["done", "failed"]).order_by(
+            "number"
+        )
+        for evolution_round in unfinished:
+            self.follow_round(evolution_round)
+
     def run_round(self) -> None:
         ensure_tiny_policy()
         with transaction.atomic():
             evolution_round = start_round(
-                auto_approve=True, environments_per_category=2, tasks_per_environment=3
+                auto_approve=True,
+                environments_per_category=2,
+                tasks_per_environment=3,
+                training=EMBEDDED_TRAINING,
             )
         self.stdout.write(f"round {evolution_round.number}: started with {evolution_round.policy}")
+        self.follow_round(evolution_round)
+
+    def follow_round(self, evolution_round: EvolutionRound) -> None:
         last = ""
         while True:
             evolution_round.refresh_from_db()
