@@ -133,6 +133,8 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# WhiteNoise also serves straight from static/ so the embedded default needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
 
 # Artifacts: environment packages, checkpoints, exports.
 STORAGE_ROOT = Path(os.environ.get("AW_STORAGE_ROOT", VAR_DIR / "storage"))

@@ -92,3 +92,22 @@ def test_reward_breakdown_is_defensive():
     assert [c["name"] for c in parsed["components"]] == ["answer", "bonus"]
     assert parsed["components"][0]["score"] == 1.0 and parsed["components"][1]["score"] is None
     assert parsed["total"] == 0.5
+
+
+def test_reward_breakdown_reads_the_shared_reward_shape():
+    from tasks.reward import score
+    from tasks.synthesis.task_spec import TaskSpec
+
+    task = TaskSpec(
+        kind="graph",
+        environment="bookstore",
+        instruction="Title of book 1?",
+        gold_chain=[{"tool": "get_book", "arguments": {"book_id": 1}}],
+        reference_answer="Dune",
+    )
+    trajectory = {"steps": [], "final_answer": "Emma", "finished_reason": "answer"}
+    shown = reward_breakdown(score(task, trajectory).to_dict(), 0.0)
+    names = [component["name"] for component in shown["components"]]
+    assert names[0] == "answer" and set(names) <= {"answer", "state", "format", "efficiency"}
+    answer = next(c for c in shown["components"] if c["name"] == "answer")
+    assert answer["score"] == 0.0 and answer["reason"]

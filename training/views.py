@@ -79,6 +79,14 @@ def trajectory_list(request):
 def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
     """Components (score, reason) in a stable order, and the total, from the reward JSON."""
     reward = reward if isinstance(reward, dict) else {}
+    if isinstance(reward.get("components"), dict):
+        # tasks.reward.RewardBreakdown.to_dict(): components nested, inapplicable ones marked.
+        nested = {
+            k: v
+            for k, v in reward["components"].items()
+            if not (isinstance(v, dict) and v.get("applicable") is False)
+        }
+        reward = {**nested, "total": reward.get("total", total)}
     components = []
     names = [n for n in REWARD_COMPONENTS if n in reward] + sorted(
         k for k, v in reward.items() if k not in REWARD_COMPONENTS and isinstance(v, dict)
@@ -99,7 +107,7 @@ def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
                 "name": name,
                 "score": score,
                 "percent": round(max(0.0, min(1.0, score)) * 100) if score is not None else 0,
-                "reason": reason,
+                "reason": reason if len(reason) <= 300 else reason[:297] + "...",
                 "weight": weight,
             }
         )
