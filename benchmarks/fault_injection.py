@@ -33,6 +33,7 @@ os.environ["CELERY_BROKER_URL"] = BROKER
 os.environ["CELERY_RESULT_BACKEND"] = BROKER
 STALE_SECONDS = 8
 os.environ["AW_JOB_STALE_SECONDS"] = str(STALE_SECONDS)
+os.environ["AW_JOB_QUEUED_STALE_SECONDS"] = str(STALE_SECONDS)
 
 REDIS_START = [
     "redis-server",
