@@ -3,26 +3,15 @@ stays on disk; these rows make it searchable and reviewable)."""
 
 from __future__ import annotations
 
-import ast
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
+from environments.discovery.code_safety import function_sources
 from environments.models import Category, Environment, Theme, Tool, ToolTest
 from environments.package import EnvironmentPackage, load_package
-from environments.python_source import parse_python
-
-
-def function_sources(source: str) -> dict[str, str]:
-    """Source text of each top-level function, by name (for showing a tool's code)."""
-    tree = parse_python(source)
-    return {
-        node.name: ast.get_source_segment(source, node) or ""
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-    }
 
 
 def database_size(state_path: Path) -> tuple[int, int]:
