@@ -1,4 +1,4 @@
-"""Shared REST pieces: pagination and JSON errors with a clear message."""
+"""Shared REST pieces: JSON errors with a clear message."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
-
-
-class StandardPagination(PageNumberPagination):
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 500
 
 
 def _first_message(detail: Any) -> str:

@@ -155,7 +155,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["aw_site.roles.HasViewerRole"],
-    "DEFAULT_PAGINATION_CLASS": "aw_site.api.StandardPagination",
+    "DEFAULT_PAGINATION_CLASS": "aw_site.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -168,6 +168,8 @@ REST_FRAMEWORK = {
     # would bypass JSON null checks (a multipart "null" reaches a NOT NULL JSON column).
     "DEFAULT_PARSER_CLASSES": ["aw_site.parsers.SafeJSONParser"],
 }
+# Numbered API pages stop at this row; deeper reads use keyset ?cursor= pages (aw_site/pagination.py).
+AW_API_MAX_PAGE_OFFSET = int(os.environ.get("AW_API_MAX_PAGE_OFFSET", "10000"))
 # Request bodies: 10 MiB covers a 5,000-document theme import; larger bodies get a JSON 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AW_MAX_REQUEST_BYTES", str(10 * 1024 * 1024)))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE

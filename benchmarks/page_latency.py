@@ -97,7 +97,9 @@ def sample_ids() -> dict[str, int]:
     }
 
 
-def api_urls(ids: dict[str, int], task_pages: int) -> list[str]:
+def api_urls(ids: dict[str, int]) -> list[str]:
+    from aw_site.pagination import encode_cursor
+
     e, r = ids["environment"], ids["round"]
     return [
         "/api/environments/",
@@ -115,7 +117,8 @@ def api_urls(ids: dict[str, int], task_pages: int) -> list[str]:
         "/api/tasks/?search=cheapest",
         f"/api/tasks/?environment={e}&split=train",
         "/api/tasks/?kind=graph&difficulty=3",
-        f"/api/tasks/?page={task_pages}",
+        "/api/tasks/?page=200",  # the deepest numbered page (rows 9,951-10,000)
+        f"/api/tasks/?cursor={encode_cursor(ids['task'])}",  # a keyset page in the middle of the table
         f"/api/tasks/{ids['task']}/",
         "/api/trajectories/",
         "/api/trajectories/?success=false",
@@ -239,18 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
     from django.test import Client
 
-    from tasks.models import Task
-
     user, token = benchmark_users()
     ids = sample_ids()
-    task_pages = max(1, Task.objects.count() // 50 // 2)
     api_client = Client(HTTP_HOST="127.0.0.1")
     page_client = Client(HTTP_HOST="127.0.0.1")
     page_client.force_login(user)
     api_headers = {"HTTP_AUTHORIZATION": f"Token {token}"}
     plan = []
     if args.only in (None, "api"):
-        plan += [("api", url) for url in api_urls(ids, task_pages)]
+        plan += [("api", url) for url in api_urls(ids)]
     if args.only in (None, "page"):
         plan += [("page", url) for url in page_urls(ids)]
     plan = [(kind, url) for kind, url in plan if args.filter in url]
