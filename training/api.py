@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.apps import apps
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Prefetch
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -169,9 +169,10 @@ class PolicyViewSet(viewsets.ModelViewSet):
 
 
 class TrainingRunViewSet(viewsets.ModelViewSet):
-    queryset = TrainingRun.objects.select_related(
-        "base_policy", "output_policy", "job"
-    ).prefetch_related("environments")
+    # The serializer shows related rows as ids: fetch only the environment ids, not manifests.
+    queryset = TrainingRun.objects.prefetch_related(
+        Prefetch("environments", queryset=Environment.objects.only("id"))
+    )
     serializer_class = TrainingRunSerializer
     filterset_fields = ["status", "base_policy", "round_number"]
     http_method_names = ["get", "post", "head", "options"]

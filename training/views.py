@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
@@ -27,8 +28,9 @@ def _int(value: str | None) -> int | None:
 
 @console_page
 def trajectory_list(request):
-    from arena.models import EvolutionRound, FailureLabel
+    from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
 
+    # Filters on labels and rounds use EXISTS, so the page needs no DISTINCT over a join.
     trajectories = Trajectory.objects.select_related("task", "environment", "policy")
     filters: dict[str, Any] = {}
     outcome = request.GET.get("outcome", "")
@@ -43,18 +45,20 @@ def trajectory_list(request):
     filters["environment"] = environment
     label = request.GET.get("label", "").strip()
     if label:
-        trajectories = trajectories.filter(failure_labels__label=label)
+        labelled = FailureLabel.objects.filter(trajectory=OuterRef("pk"), label=label)
+        trajectories = trajectories.filter(Exists(labelled))
     filters["label"] = label
     round_number = _int(request.GET.get("round"))
     if round_number is not None:
-        trajectories = trajectories.filter(evaluations__round__number=round_number)
+        evaluated = ArenaEvaluation.trajectories.through.objects.filter(
+            trajectory_id=OuterRef("pk"), arenaevaluation__round__number=round_number
+        )
+        trajectories = trajectories.filter(Exists(evaluated))
     filters["round"] = round_number
     reason = request.GET.get("reason", "")
     if reason in Trajectory.FinishedReason.values:
         trajectories = trajectories.filter(finished_reason=reason)
     filters["reason"] = reason
-    if label or round_number is not None:
-        trajectories = trajectories.distinct()
     page = page_of(
         request,
         trajectories.order_by("-created_at", "-id").prefetch_related("failure_labels"),
@@ -67,8 +71,9 @@ def trajectory_list(request):
         "filters": filters,
         "labels": FailureLabel.objects.order_by("label").values_list("label", flat=True).distinct(),
         "rounds": EvolutionRound.objects.order_by("-number").values_list("number", flat=True),
-        "environments": Environment.objects.filter(trajectories__isnull=False)
-        .distinct()
+        "environments": Environment.objects.filter(
+            Exists(Trajectory.objects.filter(environment=OuterRef("pk")))
+        )
         .order_by("name", "-version")
         .values("id", "name", "version"),
         "reasons": Trajectory.FinishedReason.values,
