@@ -89,6 +89,16 @@ class JobContext:
     def job_id(self) -> int:
         return self.job.pk
 
+    @property
+    def saved(self) -> dict[str, Any]:
+        """What an earlier attempt saved with checkpoint(): a retry after a lost worker resumes."""
+        return dict(self.job.result or {})
+
+    def checkpoint(self, **values: Any) -> None:
+        """Save resumable JSON state in the job row; the final result replaces it on success."""
+        self.job.result = {**(self.job.result or {}), **values}
+        self._write(result=self.job.result)
+
     def log(self, line: str) -> None:
         stamp = timezone.now().strftime("%H:%M:%S")
         self._lines.append(f"[{stamp}] {line}")

@@ -63,7 +63,9 @@ def build_catalogue(
 def build_environment(ctx: JobContext, source: str) -> dict[str, Any]:
     """Mine, design tools, verify in the sandbox and publish one environment version."""
     spec = starter_spec(source)
+    discard_interrupted_draft(ctx)
     environment = draft_environment(spec)
+    ctx.checkpoint(draft_environment=environment.pk)
     workdir = Path(tempfile.mkdtemp(prefix=f"aw-mine-{source}-"))
     try:
         environment.transition(Environment.Status.MINING)
@@ -121,6 +123,27 @@ def build_environment(ctx: JobContext, source: str) -> dict[str, Any]:
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+UNFINISHED = (Environment.Status.DRAFT, Environment.Status.MINING, Environment.Status.VERIFYING)
+
+
+def discard_interrupted_draft(ctx: JobContext) -> None:
+    """A retry after a lost worker starts clean: the earlier attempt's draft row and any package
+    it wrote but never recorded are removed, so no half-built version survives and the rebuild
+    takes the same version number."""
+    draft_id = ctx.saved.get("draft_environment")
+    draft = Environment.objects.filter(pk=draft_id, status__in=UNFINISHED).first()
+    if draft is None:
+        return
+    package_dir = packages_root() / draft.name / f"v{draft.version}"
+    recorded = Environment.objects.filter(
+        package_path__in={str(package_dir), str(package_dir.resolve())}
+    ).exists()
+    if package_dir.exists() and not recorded:
+        shutil.rmtree(package_dir)
+    ctx.log(f"discarded {draft.label} ({draft.status}) left unfinished by an earlier attempt")
+    draft.delete()
 
 
 def draft_environment(spec: dict[str, Any], parent: Environment | None = None) -> Environment:

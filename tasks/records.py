@@ -98,6 +98,9 @@ def record_tasks(
                 },
             )
         )
-    created = Task.objects.bulk_create(rows)
-    Environment.objects.filter(pk=environment.pk).update(task_count=F("task_count") + len(created))
+    with transaction.atomic():  # a worker killed here leaves both or neither
+        created = Task.objects.bulk_create(rows)
+        Environment.objects.filter(pk=environment.pk).update(
+            task_count=F("task_count") + len(created)
+        )
     return created

@@ -1,5 +1,6 @@
-"""Real Celery workers killed mid-way through a training run and an evolution round: the work
-is retried by the restarted worker and finishes; nothing is left running forever."""
+"""Real Celery workers killed mid-way through mining an environment, synthesizing tasks, a
+training run and an evolution round: the restarted worker retries the work and finishes it;
+nothing is left running forever, half-built or counted twice."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from django.db import transaction
 
 from arena.models import EvolutionRound
 from arena.rounds import start_round
+from aw_site.jobs import enqueue
 from aw_site.models import Job
+from environments.models import Environment
 from environments.registry import record_package
+from tasks.models import Task
 from tasks.service import synthesize_tasks
 from tests.support.sample_package import build_sample_package
 from tests.support.worker import celery_worker, redis_available, wait_for
@@ -113,3 +117,75 @@ def test_round_resumes_after_its_worker_is_killed(world, tmp_path, settings):
     assert len(tasks) == len(set(tasks)) == evaluation.task_count
     assert evolution_round.trained_policy is not None
     assert not Job.objects.exclude(state__in=["succeeded", "failed"]).exists()
+
+
+def kill_when(worker, condition, what: str) -> None:
+    """SIGKILL the worker the moment ``condition`` holds (the caller restarts it)."""
+    wait_for(condition, timeout=120, interval=0.01, message=f"{what}\n{worker.log()[-3000:]}")
+    worker.kill()
+
+
+def test_environment_build_killed_while_mining_is_rebuilt_without_leftovers(tmp_path, settings):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    with celery_worker(tmp_path) as worker:
+        with transaction.atomic():
+            job = enqueue("environments.build_environment", {"source": "airports"})
+
+        def draft_under_way():
+            building = Environment.objects.filter(status__in=["mining", "verifying"])
+            return building.filter(name="airports").exists()
+
+        kill_when(worker, draft_under_way, "the build to start mining")
+        assert Environment.objects.get(name="airports").status in ("mining", "verifying")
+        worker.start()
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).is_finished,
+            timeout=300,
+            message=f"rebuild\n{worker.log()[-3000:]}",
+        )
+    record = Job.objects.get(pk=job.pk)
+    assert record.state == "succeeded" and record.attempts == 2, record.error
+    assert "left unfinished by an earlier attempt" in record.log_tail
+    (environment,) = Environment.objects.filter(name="airports")
+    assert environment.status == "verified" and environment.version == 1
+    assert environment.tools.filter(verified=True).count() == environment.tool_count > 0
+    on_disk = sorted(
+        p.name for p in (settings.STORAGE_ROOT / "environments" / "airports").iterdir()
+    )
+    assert on_disk == ["v1"]  # no second version, no staging directory left behind
+
+
+def test_task_synthesis_killed_midway_is_redone_without_duplicates(tmp_path, settings):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    shop = record_package(build_sample_package(tmp_path / "pkg", extra_books=40))
+    arguments = {
+        "environment": shop.pk,
+        "count": 120,
+        "min_walk_length": 2,
+        "max_walk_length": 4,
+        "write_steps": 1,
+        "seed": 3,
+    }
+    with celery_worker(tmp_path) as worker:
+        with transaction.atomic():
+            job = enqueue("tasks.synthesize", arguments)
+
+        def synthesizing():
+            record = Job.objects.get(pk=job.pk)
+            return record.state == "running" and 0.2 < record.progress < 0.9
+
+        kill_when(worker, synthesizing, "synthesis under way")
+        assert Job.objects.get(pk=job.pk).state == "running"
+        worker.start()
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).is_finished,
+            timeout=300,
+            message=f"retried synthesis\n{worker.log()[-3000:]}",
+        )
+    record = Job.objects.get(pk=job.pk)
+    assert record.state == "succeeded" and record.attempts == 2, record.error
+    signatures = list(Task.objects.filter(environment=shop).values_list("signature", flat=True))
+    assert len(signatures) == len(set(signatures)) >= 60
+    shop.refresh_from_db()
+    assert shop.task_count == len(signatures)
+    assert record.result["created"] == len(signatures)  # attempt 1 stored nothing before the kill
