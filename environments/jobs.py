@@ -136,14 +136,20 @@ def discard_interrupted_draft(ctx: JobContext) -> None:
     draft = Environment.objects.filter(pk=draft_id, status__in=UNFINISHED).first()
     if draft is None:
         return
-    package_dir = packages_root() / draft.name / f"v{draft.version}"
+    remove_unrecorded_package(packages_root() / draft.name / f"v{draft.version}")
+    ctx.log(f"discarded {draft.label} ({draft.status}) left unfinished by an earlier attempt")
+    draft.delete()
+
+
+def remove_unrecorded_package(package_dir: Path) -> bool:
+    """Delete a package directory no Environment row points to (a publish cut short)."""
     recorded = Environment.objects.filter(
         package_path__in={str(package_dir), str(package_dir.resolve())}
     ).exists()
-    if package_dir.exists() and not recorded:
-        shutil.rmtree(package_dir)
-    ctx.log(f"discarded {draft.label} ({draft.status}) left unfinished by an earlier attempt")
-    draft.delete()
+    if recorded or not package_dir.exists():
+        return False
+    shutil.rmtree(package_dir)
+    return True
 
 
 def draft_environment(spec: dict[str, Any], parent: Environment | None = None) -> Environment:
@@ -197,8 +203,12 @@ def complexify_environment(
 ) -> dict[str, Any]:
     """A new version whose database has more rows, edge cases and links; tools re-verified."""
     from environments.discovery.complexify import complexify
+    from environments.discovery.sources.base import restore_provenance
 
     base = Environment.objects.get(pk=environment)
+    interrupted = ctx.saved.get("publishing")
+    if interrupted and remove_unrecorded_package(Path(interrupted)):
+        ctx.log(f"removed {interrupted}, published but never recorded by an earlier attempt")
     spec = {
         "name": base.name,
         "title": base.title,
@@ -209,6 +219,7 @@ def complexify_environment(
     try:
         db_path = workdir / "state.sqlite"
         shutil.copyfile(Path(base.package_path) / "state.sqlite", db_path)
+        restore_provenance(db_path, base.provenance)
         records = complexify(db_path, rounds=rounds, rows_per_table=rows_per_table, seed=seed)
         ctx.progress(0.3, f"complexified in {len(records)} round(s)")
         designed = catalogue.design_tools(
@@ -227,24 +238,26 @@ def complexify_environment(
                 f"complexified {base.label} did not verify: {checked['explanation'][:500]}"
             )
         spec["version"] = next_version(base.name)
+        ctx.checkpoint(publishing=str(packages_root() / base.name / f"v{spec['version']}"))
         path = catalogue.publish(
             packages_root(), spec, db_path, checked["tools"], checked["report"]
         )
-        recorded = record_package(
-            path, verification=checked["report"], theme=base.theme, parent=base
-        )
         history = [record.__dict__ if hasattr(record, "__dict__") else record for record in records]
-        Environment.objects.filter(pk=recorded.pk).update(
-            provenance=recorded.provenance
-            + [
-                {
-                    "table": "*",
-                    "source": base.label,
-                    "kind": "complexified",
-                    "detail": str(history)[:2000],
-                }
-            ]
-        )
+        with transaction.atomic():
+            recorded = record_package(
+                path, verification=checked["report"], theme=base.theme, parent=base
+            )
+            Environment.objects.filter(pk=recorded.pk).update(
+                provenance=recorded.provenance
+                + [
+                    {
+                        "table": "*",
+                        "source": base.label,
+                        "kind": "complexified",
+                        "detail": str(history)[:2000],
+                    }
+                ]
+            )
         return {"environment": recorded.pk, "parent": base.pk, "rounds": len(records)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

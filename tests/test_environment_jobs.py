@@ -99,3 +99,35 @@ def test_catalogue_builds_fan_out_to_real_workers(storage, tmp_path):
         "elements",
         "http_status",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_complexify_retry_removes_the_package_its_lost_attempt_never_recorded(storage):
+    import shutil
+
+    from aw_site.jobs import execute_job
+
+    base = run_job("environments.build_environment", {"source": "elements"})
+    v1 = Environment.objects.get(pk=base.result["environment"])
+    # The earlier attempt's worker died between publishing v2 and recording it.
+    orphan = storage / "environments" / "elements" / "v2"
+    shutil.copytree(v1.package_path, orphan)
+    lost = Job.objects.create(
+        kind="environments.complexify",
+        queue=Job.Queue.SANDBOX,
+        arguments={"environment": v1.pk, "rounds": 1, "rows_per_table": 3},
+        state=Job.State.RETRYING,
+        attempts=1,
+        result={"publishing": str(orphan)},
+    )
+    assert execute_job(lost.pk, "test-worker") == "succeeded", Job.objects.get(pk=lost.pk).error
+    lost.refresh_from_db()
+    assert lost.attempts == 2 and "published but never recorded" in lost.log_tail
+    child = Environment.objects.get(pk=lost.result["environment"])
+    assert child.version == 2 and child.parent == v1 and child.status == "verified"
+    assert Path(child.package_path).resolve() == orphan.resolve()
+    kinds = {record["kind"] for record in child.provenance}
+    assert {"derived", "complexified"} <= kinds  # the new rows and the parent are both named
+    assert {r["source"] for r in v1.provenance} <= {r["source"] for r in child.provenance}
+    on_disk = sorted(p.name for p in (storage / "environments" / "elements").iterdir())
+    assert on_disk == ["v1", "v2"]

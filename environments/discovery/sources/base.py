@@ -312,14 +312,7 @@ class DatabaseBuilder:
             problems = self.conn.execute("PRAGMA foreign_key_check").fetchall()
             if problems:
                 raise SourceError(f"foreign key check failed: {problems[:5]}")
-            self.conn.execute(
-                f"CREATE TABLE {PROVENANCE_TABLE} "
-                "(id INTEGER PRIMARY KEY, tbl TEXT, source TEXT, kind TEXT, detail TEXT)"
-            )
-            self.conn.executemany(
-                f"INSERT INTO {PROVENANCE_TABLE} (tbl, source, kind, detail) VALUES (?, ?, ?, ?)",
-                [(p.table, p.source, p.kind, p.detail) for p in self.provenance],
-            )
+            store_provenance(self.conn, [p.as_dict() for p in self.provenance])
             self.conn.commit()
             self.conn.close()
             os.replace(self.temp_path, self.target)
@@ -344,6 +337,29 @@ def _name_suggests_reference(column: str, other: TableSpec) -> bool:
     if pk not in ("id", "name", "code"):
         names.add(pk)
     return column in names or any(column.endswith(f"_{n}") for n in (stem, f"{stem}_id"))
+
+
+def store_provenance(conn: sqlite3.Connection, records: list[dict[str, str]]) -> None:
+    """Add provenance records (table, source, kind, detail) to a database, creating the table."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {PROVENANCE_TABLE} "
+        "(id INTEGER PRIMARY KEY, tbl TEXT, source TEXT, kind TEXT, detail TEXT)"
+    )
+    conn.executemany(
+        f"INSERT INTO {PROVENANCE_TABLE} (tbl, source, kind, detail) VALUES (?, ?, ?, ?)",
+        [(r["table"], r["source"], r["kind"], r["detail"]) for r in records],
+    )
+
+
+def restore_provenance(db_path: Path, records: list[dict[str, str]]) -> None:
+    """Put a published package's provenance back into its database, which publishing dropped,
+    so a version derived from it (complexify) carries where every row came from."""
+    conn = sqlite3.connect(db_path)
+    try:
+        with conn:
+            store_provenance(conn, records)
+    finally:
+        conn.close()
 
 
 def read_provenance(db_path: Path) -> list[dict[str, str]]:
