@@ -24,6 +24,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 from django.db import (
+    DatabaseError,
     InterfaceError,
     OperationalError,
     close_old_connections,
@@ -42,7 +43,18 @@ HEARTBEAT_SECONDS = 5.0
 
 
 class JobCancelled(Exception):
-    """Raised inside a job when its record was marked failed from outside."""
+    """Raised inside a job when its record was marked failed or taken over by a newer attempt."""
+
+
+# Set when this worker process is shutting down (SIGTERM, deploy): a job that breaks because its
+# sandbox children were stopped with it is retried, not failed (aw_site/signals.py sets it).
+WORKER_SHUTTING_DOWN = threading.Event()
+
+
+def this_attempt(job_id: int, attempts: int) -> models.QuerySet:
+    """The job row while this attempt still owns it: a reaper's retry starts a newer attempt,
+    and an older one that was only slow must not overwrite what the newer one writes."""
+    return Job.objects.filter(pk=job_id, state=Job.State.RUNNING, attempts=attempts)
 
 
 @dataclass(frozen=True)
@@ -119,9 +131,9 @@ class JobContext:
 
     def _write(self, **fields: Any) -> None:
         fields["heartbeat_at"] = timezone.now()
-        updated = Job.objects.filter(pk=self.job.pk, state=Job.State.RUNNING).update(**fields)
+        updated = this_attempt(self.job.pk, self.job.attempts).update(**fields)
         if not updated:
-            raise JobCancelled(f"job {self.job.pk} is no longer running")
+            raise JobCancelled(f"job {self.job.pk} attempt {self.job.attempts} no longer runs")
 
 
 def enqueue(
@@ -225,17 +237,19 @@ def _is_stale(record: Job) -> bool:
 class _Heartbeat(threading.Thread):
     """Keeps heartbeat_at fresh while a job step runs long without reporting progress."""
 
-    def __init__(self, job_id: int):
+    def __init__(self, job_id: int, attempts: int):
         super().__init__(daemon=True, name=f"aw-heartbeat-{job_id}")
         self.job_id = job_id
+        self.attempts = attempts
         self.stopped = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
-                Job.objects.filter(pk=self.job_id, state=Job.State.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
+                try:
+                    this_attempt(self.job_id, self.attempts).update(heartbeat_at=timezone.now())
+                except DatabaseError:  # an outage: beat again once the database is back
+                    connection.close()
         finally:
             connection.close()
 
@@ -247,7 +261,7 @@ def execute_job(job_id: int, worker: str) -> str:
         return "skipped"
     spec = job_spec(record.kind)
     context = JobContext(record)
-    heartbeat = _Heartbeat(job_id)
+    heartbeat = _Heartbeat(job_id, record.attempts)
     heartbeat.start()
     try:
         context.log(f"started on {worker} (attempt {record.attempts})")
@@ -255,9 +269,14 @@ def execute_job(job_id: int, worker: str) -> str:
     except JobCancelled:
         return "cancelled"
     except Exception as exc:
+        if WORKER_SHUTTING_DOWN.is_set():
+            logger.warning("job %s interrupted by worker shutdown: %s", job_id, exc)
+            return recover_lost_job(
+                Job.objects.get(pk=job_id), f"worker {worker} shut down while the job ran"
+            )
         logger.exception("job %s failed", job_id)
         tail = traceback.format_exc()[-3000:]
-        Job.objects.filter(pk=job_id).update(
+        this_attempt(job_id, record.attempts).update(
             state=Job.State.FAILED,
             error=f"{type(exc).__name__}: {exc}",
             log_tail=(context.job.log_tail + "\n" + tail)[-Job.LOG_TAIL_CHARS :],
@@ -266,7 +285,7 @@ def execute_job(job_id: int, worker: str) -> str:
         return Job.State.FAILED
     finally:
         heartbeat.stopped.set()
-    Job.objects.filter(pk=job_id, state=Job.State.RUNNING).update(
+    this_attempt(job_id, record.attempts).update(
         state=Job.State.SUCCEEDED,
         progress=1.0,
         result=result,

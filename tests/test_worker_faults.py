@@ -189,3 +189,37 @@ def test_task_synthesis_killed_midway_is_redone_without_duplicates(tmp_path, set
     shop.refresh_from_db()
     assert shop.task_count == len(signatures)
     assert record.result["created"] == len(signatures)  # attempt 1 stored nothing before the kill
+
+
+def test_job_cut_short_by_a_worker_shutdown_is_retried_not_failed(tmp_path, settings):
+    """SIGTERM to the worker's process group (systemd, a deploy) also stops its sandbox
+    children; the job that loses them mid-way goes back to the queue instead of failing."""
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    shop = record_package(build_sample_package(tmp_path / "pkg", extra_books=40))
+    arguments = {"environment": shop.pk, "count": 800, "write_steps": 1, "max_walk_length": 5}
+    with celery_worker(tmp_path) as worker:
+        with transaction.atomic():
+            job = enqueue("tasks.synthesize", arguments)
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).progress > 0.2,
+            timeout=120,
+            interval=0.05,
+            message=f"synthesis under way\n{worker.log()[-3000:]}",
+        )
+        worker.stop()
+        stopped = Job.objects.get(pk=job.pk)
+        assert "Warm shutdown" in worker.log()
+        # Either the job lost a sandbox call it could not do without (it goes back to the
+        # queue) or it replaced the lost sandbox worker and finished during the warm shutdown.
+        assert stopped.state in ("retrying", "succeeded"), (stopped.state, stopped.error)
+        if stopped.state == "retrying":
+            assert "shut down while the job ran" in stopped.message and stopped.attempts == 1
+            worker.start()
+            wait_for(
+                lambda: Job.objects.get(pk=job.pk).is_finished,
+                timeout=300,
+                message=f"job after restart\n{worker.log()[-3000:]}",
+            )
+    record = Job.objects.get(pk=job.pk)
+    assert record.state == "succeeded", record.error
+    assert record.result["created"] == Task.objects.filter(environment=shop).count() > 0
