@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 JOB_APPS = ("aw_site", "environments", "tasks", "training", "arena")
 HEARTBEAT_SECONDS = 5.0
+DATABASE_WAIT_SECONDS = 60.0  # how long a job whose database went away waits for it to return
 
 
 class JobCancelled(Exception):
@@ -268,6 +270,9 @@ def execute_job(job_id: int, worker: str) -> str:
         result = spec.function(context, **record.arguments) or {}
     except JobCancelled:
         return "cancelled"
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away under the job (restart, failover); jobs are retry-safe.
+        return _retry_after_outage(job_id, worker, exc)
     except Exception as exc:
         if WORKER_SHUTTING_DOWN.is_set():
             logger.warning("job %s interrupted by worker shutdown: %s", job_id, exc)
@@ -293,6 +298,25 @@ def execute_job(job_id: int, worker: str) -> str:
         heartbeat_at=timezone.now(),
     )
     return Job.State.SUCCEEDED
+
+
+def _retry_after_outage(job_id: int, worker: str, exc: Exception) -> str:
+    """Wait for the database to answer again, then put the job back in the queue. If it stays
+    away, raise: run_job's Celery retry and the reaper take over from there."""
+    logger.warning("job %s lost its database connection on %s: %s", job_id, worker, exc)
+    deadline = time.monotonic() + DATABASE_WAIT_SECONDS
+    while True:
+        connection.close()
+        try:
+            record = Job.objects.get(pk=job_id)
+            break
+        except (OperationalError, InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+    if record.state != Job.State.RUNNING:
+        return str(record.state)
+    return recover_lost_job(record, f"database connection lost on {worker}: {exc}"[:300])
 
 
 def recover_lost_job(record: Job, reason: str) -> str:

@@ -4,12 +4,14 @@ by its worker's shutdown is retried rather than failed."""
 from __future__ import annotations
 
 import pytest
+from django.db import OperationalError
 
 from aw_site.jobs import (
     WORKER_SHUTTING_DOWN,
     JobCancelled,
     JobContext,
     execute_job,
+    job,
     recover_lost_job,
 )
 from aw_site.models import Job
@@ -18,7 +20,8 @@ pytestmark = pytest.mark.django_db
 
 
 def make_job(**fields) -> Job:
-    return Job.objects.create(kind="system.worker_check", **{"arguments": {"seconds": 0}, **fields})
+    defaults = {"kind": "system.worker_check", "arguments": {"seconds": 0}}
+    return Job.objects.create(**{**defaults, **fields})
 
 
 def test_an_older_attempt_is_cancelled_once_a_retry_has_taken_the_job():
@@ -66,3 +69,26 @@ def test_the_same_error_outside_a_shutdown_fails_the_job():
     assert execute_job(job.pk, "worker-a") == Job.State.FAILED
     job.refresh_from_db()
     assert job.state == Job.State.FAILED and "ValueError" in job.error
+
+
+@job("tests.database_goes_away")
+def database_goes_away(ctx: JobContext) -> dict:
+    ctx.progress(0.5, "half way")
+    raise OperationalError("terminating connection due to administrator command")
+
+
+@pytest.mark.django_db(transaction=True)  # the job closes its broken connection, as in a worker
+def test_a_job_whose_database_went_away_is_retried_not_failed(monkeypatch):
+    dispatched: list[int] = []  # the retry goes back to the queue; here we only record it
+    monkeypatch.setattr("aw_site.jobs.dispatch", dispatched.append)
+    job = make_job(kind="tests.database_goes_away", arguments={})
+    assert execute_job(job.pk, "worker-a") == Job.State.RETRYING
+    job.refresh_from_db()
+    assert job.state == Job.State.RETRYING and job.error == "" and job.attempts == 1
+    assert "database connection lost on worker-a" in job.message
+    assert dispatched == [job.pk]
+    for _attempt in (2, 3):  # the outage never ends for this job: it fails after its attempts
+        outcome = execute_job(job.pk, "worker-a")
+    job.refresh_from_db()
+    assert outcome == Job.State.FAILED and job.state == Job.State.FAILED and job.attempts == 3
+    assert "gave up after 3 attempts" in job.error
