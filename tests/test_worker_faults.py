@@ -76,6 +76,38 @@ def test_training_run_started_through_the_api_runs_on_the_gpu_queue(
     assert len(metrics) == run.metrics.count()
 
 
+def test_training_run_killed_during_grpo_is_retrained_from_scratch(world, tmp_path, settings):
+    shop, policy = world
+    run = TrainingRun.objects.create(base_policy=policy, config=QUICK_TRAINING)
+    run.environments.add(shop)
+    with celery_worker(
+        tmp_path, extra_env={"AW_STORAGE_ROOT": str(settings.STORAGE_ROOT)}
+    ) as worker:
+        with transaction.atomic():
+            job = enqueue("training.train", {"run": run.pk})
+
+        def past_sft():
+            return run.metrics.filter(phase="sft").exists()
+
+        kill_when(worker, past_sft, "SFT warm-up finished")
+        assert TrainingRun.objects.get(pk=run.pk).status == "running"
+        worker.start()
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).is_finished,
+            timeout=400,
+            message=f"retried training\n{worker.log()[-3000:]}",
+        )
+    record = Job.objects.get(pk=job.pk)
+    assert record.state == "succeeded" and record.attempts == 2, record.error
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.output_policy.version == 2
+    assert policy.children.count() == 1  # the lost attempt published no policy
+    phases = list(run.metrics.values_list("phase", flat=True))
+    assert phases.count("gold") == phases.count("sft") == 1  # curves of one attempt only
+    logged = (settings.STORAGE_ROOT / "training" / f"run-{run.pk}" / "metrics.jsonl").read_text()
+    assert logged.count('"phase": "gold"') == 1
+
+
 def test_round_resumes_after_its_worker_is_killed(world, tmp_path, settings):
     _, policy = world
     with celery_worker(

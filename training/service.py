@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,9 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         save_steps=max(1, options["grpo_steps"]),
     )
     TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.RUNNING)
-    run.metrics.all().delete()  # a retried run starts its curves afresh
+    # A retry after a lost worker starts afresh: its curves, metrics.jsonl and checkpoints.
+    run.metrics.all().delete()
+    shutil.rmtree(output_dir, ignore_errors=True)
     total_steps = max(1, options["grpo_steps"])
 
     def on_metrics(step: int, record: dict[str, Any]) -> None:
