@@ -6,6 +6,7 @@ Where things happen:
                      the sandbox worker (worker_process.py is the pipe to that process)
 - sandbox_worker.py  the worker process: runs tool code and programs on the episode's db
 - sandbox_guard.py   what confines the worker (limits, no network, audit hook)
+- landlock.py        the kernel's file, exec and TCP boundary for the worker (Linux Landlock)
 - state.py           state hash and the row-level state diff (run inside the worker)
 - schema_check.py    argument validation against the tool's JSON schema
 - docker_backend.py  the same workers in Docker containers

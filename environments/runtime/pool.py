@@ -136,7 +136,10 @@ class SandboxPool:
         request["timeout"] = timeout
         with slot.lock:
             try:
-                return slot.process.request(request, timeout + self.kill_grace)
+                reply = slot.process.request(request, timeout + self.kill_grace)
+                if reply.get("retire"):
+                    self._replace_worker(slot)  # tool code left a thread running in it
+                return reply
             except WorkerTimeout:
                 self._replace_worker(slot)
                 return {

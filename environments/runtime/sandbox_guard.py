@@ -5,6 +5,7 @@ Layers, outermost first:
    started as root, a drop to an unprivileged user, so the kernel itself refuses the network,
    forks (RLIMIT_NPROC) and file permissions;
 2. resource limits: address space, file size, no child processes, no core dumps, lifetime CPU;
+   Landlock (landlock.py), where the kernel has it, bounds files, program execution and TCP;
 3. a refusal in Python that holds whatever the kernel allows: `socket` is patched, and an audit
    hook (`sys.addaudithook`, which cannot be removed) refuses sockets, process creation, ctypes,
    imports of dangerous modules, writes outside the worker directory and reads outside the
@@ -20,7 +21,9 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import stat
 import sys
+from collections.abc import Callable
 
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
@@ -85,6 +88,12 @@ REFUSED_EVENTS = frozenset(
         "sqlite3.load_extension",
         "_thread.start_new_thread",
         "webbrowser.open",
+        # Reaching or forging interpreter internals: the hook function, raw memory, bytecode.
+        "ctypes.call_function",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "code.__new__",
     }
 )
 
@@ -99,11 +108,18 @@ PATH_WRITE_EVENTS = frozenset(
         "os.chown",
         "os.utime",
         "shutil.rmtree",
+        "os.rename",
+        "os.replace",
     }
 )
 PATH_COPY_EVENTS = frozenset(
     {"shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.copytree", "shutil.move"}
 )
+# Raised by shutil and glob with the caller's object, before they call os functions that raise
+# their own events with the converted path.
+PYTHON_LEVEL_EVENTS = PATH_COPY_EVENTS | {"glob.glob", "glob.glob/2", "shutil.rmtree"}
+FROZEN_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+FS_ENCODING = sys.getfilesystemencoding()
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -172,58 +188,143 @@ def patch_socket() -> None:
 
 def install_audit_hook(read_roots: list[str], write_roots: list[str], violations: list) -> None:
     """Refuse dangerous operations for the rest of the worker's life; record each refusal."""
-    read_roots = tuple(_root(r) for r in read_roots + write_roots)
-    write_roots = tuple(_root(r) for r in write_roots)
-    getcwd, join, normpath, fsdecode = os.getcwd, os.path.join, os.path.normpath, os.fsdecode
+    sys.addaudithook(make_audit_hook(read_roots, write_roots, violations.append))
 
-    def absolute(path: object) -> str | None:
-        if isinstance(path, int):
+
+def make_audit_hook(
+    read_roots: list[str], write_roots: list[str], record: Callable[[str], object]
+) -> Callable[[str, tuple], None]:
+    """The hook and its helpers keep everything they use in default arguments.
+
+    Tool code shares this interpreter: it can rebind module globals (this module's event sets),
+    builtins (`any`, `isinstance`) and `os`/`posixpath` functions. Defaults are captured once,
+    and rebinding a function's `__defaults__` or `__code__` is itself an audited event that the
+    hook refuses. Paths are read as exact str the way C reads them (never through a subclass's
+    methods or `__fspath__`, which could answer differently the second time).
+    """
+    reads = tuple(_root(r) for r in [*read_roots, *write_roots])
+    writes = tuple(_root(r) for r in write_roots)
+
+    def plain(path, _type=type, _sub=issubclass, _str=str, _bytes=bytes, _enc=FS_ENCODING):
+        if _sub(_type(path), _str):
+            return _str.__str__(path)
+        if _sub(_type(path), _bytes):
+            return _bytes.decode(path, _enc, "surrogateescape")
+        return None  # a file descriptor, a PathLike or anything else: no trusted text
+
+    def absolute(path, _plain=plain, _getcwd=os.getcwd):
+        text = _plain(path)
+        if text is None or "\x00" in text:
             return None
+        if not text.startswith("/"):
+            text = _getcwd() + "/" + text
+        parts: list[str] = []
+        for part in text.split("/"):
+            if part == "..":
+                if parts:
+                    parts.pop()
+            elif part and part != ".":
+                parts.append(part)
+        return "/" + "/".join(parts)
+
+    def under(path, roots):
+        if path is None:
+            return False
+        for root in roots:
+            if path == root[:-1] or path.startswith(root):
+                return True
+        return False
+
+    def is_directory(path, _stat=os.stat, _isdir=stat.S_ISDIR, _oserror=OSError):
         try:
-            return normpath(join(getcwd(), fsdecode(path)))
-        except (TypeError, ValueError):
-            return None
+            return _isdir(_stat(path).st_mode)
+        except _oserror:
+            return False
 
-    def under(path: str | None, roots: tuple[str, ...]) -> bool:
-        return path is not None and any(path == r[:-1] or path.startswith(r) for r in roots)
+    def refuse(message, _record=record, _violation=SandboxViolation):
+        _record(message)
+        raise _violation(message)
 
-    def refuse(message: str) -> None:
-        violations.append(message)
-        raise SandboxViolation(message)
+    def database_allowed(database, _plain=plain, _absolute=absolute, _under=under):
+        name = _plain(database)
+        if name is None:
+            return False
+        if name in ("", ":memory:"):
+            return True
+        if not name.startswith("file:"):
+            return _under(_absolute(name), writes)
+        path, _, query = name[len("file:") :].partition("?")
+        if query == "mode=ro":
+            return _under(_absolute(path), reads)
+        if query in ("mode=memory", "") and path.startswith(":memory:"):
+            return True
+        return query in ("", "mode=rw", "mode=rwc") and _under(_absolute(path), writes)
 
-    def hook(event: str, args: tuple) -> None:
-        if event in REFUSED_EVENTS:
-            refuse(f"{event} is not allowed in the sandbox")
+    def hook(
+        event,
+        args,
+        _refused=REFUSED_EVENTS,
+        _denied=DENIED_MODULES,
+        _read_events=PATH_READ_EVENTS,
+        _write_events=PATH_WRITE_EVENTS,
+        _copy_events=PATH_COPY_EVENTS,
+        _python_level=PYTHON_LEVEL_EVENTS,
+        _frozen=FROZEN_ATTRIBUTES,
+        _write_flags=WRITE_FLAGS,
+        _reads=reads,
+        _writes=writes,
+        _plain=plain,
+        _absolute=absolute,
+        _under=under,
+        _is_directory=is_directory,
+        _refuse=refuse,
+        _database_allowed=database_allowed,
+        _type=type,
+        _str=str,
+        _int=int,
+    ):
+        if event in _refused:
+            _refuse(f"{event} is not allowed in the sandbox")
+        elif event == "object.__setattr__":
+            if args[1] in _frozen:
+                _refuse(f"setting a function's {args[1]} is not allowed in the sandbox")
         elif event == "import":
-            if args[0].partition(".")[0] in DENIED_MODULES:
-                refuse(f"importing {args[0]} is not allowed in the sandbox")
+            name = _plain(args[0]) or ""
+            if name.partition(".")[0] in _denied:
+                _refuse(f"importing {name} is not allowed in the sandbox")
         elif event == "open":
             path, mode, flags = args
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & WRITE_FLAGS
+            writing = (_type(flags) is _int and flags & _write_flags) or (
+                _type(mode) is _str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)
             )
-            target = absolute(path)
-            if writing and not under(target, write_roots):
-                refuse(f"writing {path!r} is not allowed: only the episode directory is writable")
-            if not writing and not under(target, read_roots):
-                refuse(f"reading {path!r} is not allowed in the sandbox")
-        elif event in PATH_READ_EVENTS:
-            if args and not under(absolute(args[0]), read_roots):
-                refuse(f"{event}({args[0]!r}) is not allowed in the sandbox")
-        elif event in PATH_WRITE_EVENTS or event in ("os.rename", "os.replace"):
-            for path in args[:2] if event in ("os.rename", "os.replace") else args[:1]:
-                if not under(absolute(path), write_roots):
-                    refuse(f"{event}({path!r}) is not allowed outside the episode directory")
-        elif event in PATH_COPY_EVENTS:
-            if not under(absolute(args[0]), read_roots):
-                refuse(f"{event}: reading {args[0]!r} is not allowed in the sandbox")
-            if not under(absolute(args[1]), write_roots):
-                refuse(f"{event}: writing {args[1]!r} is not allowed outside the episode dir")
+            target = _absolute(path)
+            shown = _plain(path) if target is not None else f"<{_type(path).__name__}>"
+            if writing and not _under(target, _writes):
+                _refuse(f"writing {shown!r} is not allowed: only the episode directory is writable")
+            if not writing and not _under(target, _reads):
+                _refuse(f"reading {shown!r} is not allowed in the sandbox")
+            if _is_directory(target) and not _under(target, _writes):
+                # A directory descriptor would let dir_fd= calls resolve names out of sight.
+                _refuse(f"opening the directory {shown!r} is not allowed in the sandbox")
+        elif event in _read_events or event in _write_events or event in _copy_events:
+            if event in _python_level and _plain(args[0]) is None:
+                return  # shutil and glob hand the object on; the os-level events check it
+            roots = _reads if event in _read_events else _writes
+            paths = args[:2] if event in ("os.rename", "os.replace") else args[:1]
+            if event in _copy_events:
+                if not _under(_absolute(args[0]), _reads):
+                    _refuse(f"{event}: reading {_plain(args[0])!r} is not allowed in the sandbox")
+                paths = args[1:2]
+            where = "in the sandbox" if event in _read_events else "outside the episode directory"
+            for path in paths:
+                if not _under(_absolute(path), roots):
+                    shown = _plain(path) if _plain(path) is not None else _type(path).__name__
+                    _refuse(f"{event}({shown!r}) is not allowed {where}")
         elif event == "sqlite3.connect":
-            if not _database_allowed(args[0], absolute, under, read_roots, write_roots):
-                refuse(f"opening database {args[0]!r} is not allowed in the sandbox")
+            if not _database_allowed(args[0]):
+                _refuse(f"opening database {_plain(args[0])!r} is not allowed in the sandbox")
 
-    sys.addaudithook(hook)
+    return hook
 
 
 def forget_denied_modules() -> None:
@@ -235,17 +336,3 @@ def forget_denied_modules() -> None:
 
 def _root(path: str) -> str:
     return os.path.realpath(path).rstrip("/") + "/"
-
-
-def _database_allowed(database, absolute, under, read_roots, write_roots) -> bool:
-    name = os.fsdecode(database) if not isinstance(database, str) else database
-    if name in ("", ":memory:"):
-        return True
-    if name.startswith("file:"):
-        path, _, query = name[len("file:") :].partition("?")
-        if query == "mode=ro":
-            return under(absolute(path), read_roots)
-        if query in ("mode=memory", "") and path.startswith(":memory:"):
-            return True
-        return query in ("", "mode=rw", "mode=rwc") and under(absolute(path), write_roots)
-    return under(absolute(name), write_roots)

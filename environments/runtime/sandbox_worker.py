@@ -13,6 +13,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import errno
 import io
@@ -32,12 +33,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import landlock  # noqa: E402
 import sandbox_guard  # noqa: E402
 import state as episode_state  # noqa: E402
 
 sys.path.pop(0)
 
 HEADER = struct.Struct(">I")
+_live_threads = _thread._count  # threads started since the worker began (it has none itself)
 
 
 class CallTimeout(BaseException):
@@ -107,12 +110,27 @@ class Worker:
     # -- requests ---------------------------------------------------------------------------
 
     def handle(self, request: dict[str, Any]) -> str:
-        """Dispatch one request and return the JSON reply text."""
+        """Dispatch one request and return the JSON reply text.
+
+        A thread left running by tool code would go on acting between later calls, beyond any
+        time limit and inside other episodes' turns: the reply then asks the pool to replace
+        this worker.
+        """
         handler = getattr(self, "op_" + request["op"])
-        return handler(request)
+        reply = handler(request)
+        if _live_threads():
+            reply = reply[: reply.rindex("}")] + ', "retire": true}'
+        return reply
 
     def op_ping(self, request: dict[str, Any]) -> str:
-        return json.dumps({"ok": True, "pid": os.getpid(), "net_isolated": self.config["net"]})
+        return json.dumps(
+            {
+                "ok": True,
+                "pid": os.getpid(),
+                "net_isolated": self.config["net"],
+                "landlock_abi": self.config["landlock_abi"],
+            }
+        )
 
     def op_load(self, request: dict[str, Any]) -> str:
         """Load a package's tools (compiled from its source) and open its initial state."""
@@ -241,6 +259,14 @@ class Worker:
 
     def _guarded(self, run: Callable[[], str]) -> tuple[bool, str, str | None]:
         """Run and classify what went wrong: (ok, result json or message, error_kind)."""
+        outcome = self._classified(run)
+        if _live_threads():
+            message = "starting threads is not allowed in the sandbox; the worker is replaced"
+            self.violations.append(message)
+            return False, message, "sandbox_violation"
+        return outcome
+
+    def _classified(self, run: Callable[[], str]) -> tuple[bool, str, str | None]:
         try:
             return True, run(), None
         except ToolCallError as exc:
@@ -430,6 +456,14 @@ def write_frame(fd: int, payload: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def restrict_filesystem(read_roots: list[str], write_roots: list[str]) -> int:
+    """Landlock where the kernel has it (its ABI version), else 0 and the other layers hold."""
+    try:
+        return landlock.restrict(read_roots, write_roots)
+    except OSError:
+        return 0
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
     requests, replies = config["request_fd"], config["reply_fd"]
@@ -438,6 +472,11 @@ def main() -> None:
     if config["drop_privileges"]:
         sandbox_guard.drop_privileges()
     sandbox_guard.apply_limits(config["memory_mb"], config["file_size_mb"], config["cpu_budget_s"])
+    config["landlock_abi"] = (
+        restrict_filesystem(config["read_roots"], [config["worker_dir"]])
+        if config.get("filesystem_boundary", True)
+        else 0
+    )
     signal.signal(signal.SIGALRM, _on_alarm)
     worker = Worker(config)
     sandbox_guard.patch_socket()
