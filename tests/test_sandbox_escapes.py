@@ -173,6 +173,23 @@ def test_every_escape_was_recorded_against_the_guard_not_lost(pool, escape_packa
         assert again.error_kind == "sandbox_violation" and "/etc/passwd" in again.error
 
 
+def test_the_hook_keeps_no_closure_cells_a_tool_could_rewrite(tmp_path):
+    """Closure cells are writable (`cell.cell_contents = ...`) without any audit event;
+    default arguments are not (`__defaults__` assignment is audited and refused)."""
+    from environments.runtime.sandbox_guard import make_audit_hook
+
+    hook = make_audit_hook([STDLIB], [str(tmp_path)], lambda message: None)
+    functions, seen = [hook], []
+    while functions:
+        function = functions.pop()
+        seen.append(function.__name__)
+        assert function.__closure__ is None, f"{function.__name__} closes over variables"
+        functions.extend(
+            v for v in function.__defaults__ or () if callable(v) and hasattr(v, "__code__")
+        )
+    assert {"hook", "plain", "absolute", "under", "refuse", "database_allowed"} <= set(seen)
+
+
 # -- Landlock: the kernel layer, exercised without the Python one -----------------------------
 
 needs_landlock = pytest.mark.skipif(

@@ -194,13 +194,14 @@ def install_audit_hook(read_roots: list[str], write_roots: list[str], violations
 def make_audit_hook(
     read_roots: list[str], write_roots: list[str], record: Callable[[str], object]
 ) -> Callable[[str, tuple], None]:
-    """The hook and its helpers keep everything they use in default arguments.
+    """The hook and its helpers keep everything they use in default arguments, not closures.
 
     Tool code shares this interpreter: it can rebind module globals (this module's event sets),
     builtins (`any`, `isinstance`) and `os`/`posixpath` functions. Defaults are captured once,
     and rebinding a function's `__defaults__` or `__code__` is itself an audited event that the
     hook refuses. Paths are read as exact str the way C reads them (never through a subclass's
-    methods or `__fspath__`, which could answer differently the second time).
+    methods or `__fspath__`, which could answer differently the second time), and the hook never
+    runs code that a tool's objects define (it could read the hook's frame from there).
     """
     reads = tuple(_root(r) for r in [*read_roots, *write_roots])
     writes = tuple(_root(r) for r in write_roots)
@@ -245,20 +246,22 @@ def make_audit_hook(
         _record(message)
         raise _violation(message)
 
-    def database_allowed(database, _plain=plain, _absolute=absolute, _under=under):
+    def database_allowed(
+        database, _plain=plain, _absolute=absolute, _under=under, _reads=reads, _writes=writes
+    ):
         name = _plain(database)
         if name is None:
             return False
         if name in ("", ":memory:"):
             return True
         if not name.startswith("file:"):
-            return _under(_absolute(name), writes)
+            return _under(_absolute(name), _writes)
         path, _, query = name[len("file:") :].partition("?")
         if query == "mode=ro":
-            return _under(_absolute(path), reads)
+            return _under(_absolute(path), _reads)
         if query in ("mode=memory", "") and path.startswith(":memory:"):
             return True
-        return query in ("", "mode=rw", "mode=rwc") and _under(_absolute(path), writes)
+        return query in ("", "mode=rw", "mode=rwc") and _under(_absolute(path), _writes)
 
     def hook(
         event,
@@ -298,7 +301,7 @@ def make_audit_hook(
                 _type(mode) is _str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)
             )
             target = _absolute(path)
-            shown = _plain(path) if target is not None else f"<{_type(path).__name__}>"
+            shown = _plain(path) if target is not None else "<not a str or bytes path>"
             if writing and not _under(target, _writes):
                 _refuse(f"writing {shown!r} is not allowed: only the episode directory is writable")
             if not writing and not _under(target, _reads):
@@ -318,7 +321,9 @@ def make_audit_hook(
             where = "in the sandbox" if event in _read_events else "outside the episode directory"
             for path in paths:
                 if not _under(_absolute(path), roots):
-                    shown = _plain(path) if _plain(path) is not None else _type(path).__name__
+                    shown = (
+                        _plain(path) if _plain(path) is not None else "<not a str or bytes path>"
+                    )
                     _refuse(f"{event}({shown!r}) is not allowed {where}")
         elif event == "sqlite3.connect":
             if not _database_allowed(args[0]):
