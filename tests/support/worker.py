@@ -39,8 +39,11 @@ def shared_database_url() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, hostname: str, queues: str, env: dict[str, str], log_path: Path):
+    def __init__(
+        self, hostname: str, queues: str, env: dict[str, str], log_path: Path, pool: str = "solo"
+    ):
         self.hostname = hostname
+        self.pool = pool
         self.queues = queues
         self.env = env
         self.log_path = log_path
@@ -57,7 +60,8 @@ class WorkerProcess:
                 "-A",
                 "aw_site",
                 "worker",
-                "--pool=solo",
+                f"--pool={self.pool}",
+                "--concurrency=1",
                 "--loglevel=INFO",
                 "-Q",
                 self.queues,
@@ -108,7 +112,10 @@ class WorkerProcess:
 
 @contextmanager
 def celery_worker(
-    tmp_path: Path, queues: str = "default,sandbox,gpu", extra_env: dict[str, str] | None = None
+    tmp_path: Path,
+    queues: str = "default,sandbox,gpu",
+    extra_env: dict[str, str] | None = None,
+    pool: str = "solo",
 ):
     """Run a worker against the test database; the caller's process dispatches through Redis."""
     from django.conf import settings
@@ -135,7 +142,7 @@ def celery_worker(
     app.conf.broker_url = TEST_BROKER_URL
     app.conf.result_backend = TEST_BROKER_URL
     hostname = f"testworker-{uuid.uuid4().hex[:8]}@localhost"
-    worker = WorkerProcess(hostname, queues, env, tmp_path / "worker.log").start()
+    worker = WorkerProcess(hostname, queues, env, tmp_path / "worker.log", pool).start()
     try:
         yield worker
     finally:
