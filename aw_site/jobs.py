@@ -272,12 +272,12 @@ def execute_job(job_id: int, worker: str) -> str:
         return "cancelled"
     except (OperationalError, InterfaceError) as exc:
         # The database went away under the job (restart, failover); jobs are retry-safe.
-        return _retry_after_outage(job_id, worker, exc)
+        return _retry_after_outage(job_id, record.attempts, worker, exc)
     except Exception as exc:
         if WORKER_SHUTTING_DOWN.is_set():
             logger.warning("job %s interrupted by worker shutdown: %s", job_id, exc)
-            return recover_lost_job(
-                Job.objects.get(pk=job_id), f"worker {worker} shut down while the job ran"
+            return _retry_own_attempt(
+                job_id, record.attempts, f"worker {worker} shut down while the job ran"
             )
         logger.exception("job %s failed", job_id)
         tail = traceback.format_exc()[-3000:]
@@ -300,7 +300,7 @@ def execute_job(job_id: int, worker: str) -> str:
     return Job.State.SUCCEEDED
 
 
-def _retry_after_outage(job_id: int, worker: str, exc: Exception) -> str:
+def _retry_after_outage(job_id: int, attempts: int, worker: str, exc: Exception) -> str:
     """Wait for the database to answer again, then put the job back in the queue. If it stays
     away, raise: run_job's Celery retry and the reaper take over from there."""
     logger.warning("job %s lost its database connection on %s: %s", job_id, worker, exc)
@@ -308,27 +308,35 @@ def _retry_after_outage(job_id: int, worker: str, exc: Exception) -> str:
     while True:
         connection.close()
         try:
-            record = Job.objects.get(pk=job_id)
+            Job.objects.filter(pk=job_id).exists()
             break
         except (OperationalError, InterfaceError):
             if time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
-    if record.state != Job.State.RUNNING:
-        return str(record.state)
-    return recover_lost_job(record, f"database connection lost on {worker}: {exc}"[:300])
+    return _retry_own_attempt(job_id, attempts, f"database connection lost on {worker}: {exc}")
+
+
+def _retry_own_attempt(job_id: int, attempts: int, reason: str) -> str:
+    """Retry the job unless another attempt took it over (or it ended) in the meantime."""
+    record = this_attempt(job_id, attempts).first()
+    if record is None:
+        return "cancelled"
+    return recover_lost_job(record, reason[:300])
 
 
 def recover_lost_job(record: Job, reason: str) -> str:
     """Retry a job whose worker died, or fail it with the reason once attempts run out."""
+    # Only the state and attempt that were read: a job retried meanwhile is not retried twice.
+    still = Job.objects.filter(pk=record.pk, state=record.state, attempts=record.attempts)
     if record.attempts >= settings.AW_JOB_MAX_ATTEMPTS:
-        Job.objects.filter(pk=record.pk, state=record.state).update(
+        still.update(
             state=Job.State.FAILED,
             error=f"{reason}; gave up after {record.attempts} attempts",
             finished_at=timezone.now(),
         )
         return Job.State.FAILED
-    updated = Job.objects.filter(pk=record.pk, state=record.state).update(
+    updated = still.update(
         state=Job.State.RETRYING,
         message=f"retrying: {reason}"[:500],
         log_tail=(record.log_tail + f"\n{reason}; retrying")[-Job.LOG_TAIL_CHARS :],

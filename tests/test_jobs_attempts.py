@@ -92,3 +92,30 @@ def test_a_job_whose_database_went_away_is_retried_not_failed(monkeypatch):
     job.refresh_from_db()
     assert outcome == Job.State.FAILED and job.state == Job.State.FAILED and job.attempts == 3
     assert "gave up after 3 attempts" in job.error
+
+
+@job("tests.database_goes_away_after_takeover")
+def database_goes_away_after_takeover(ctx: JobContext) -> dict:
+    # While this attempt stalls, the reaper hands the job to a second worker.
+    Job.objects.filter(pk=ctx.job_id).update(attempts=ctx.job.attempts + 1, worker="worker-b")
+    raise OperationalError("server closed the connection unexpectedly")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outage_in_a_superseded_attempt_does_not_retry_the_job_again(monkeypatch):
+    dispatched: list[int] = []
+    monkeypatch.setattr("aw_site.jobs.dispatch", dispatched.append)
+    job = make_job(kind="tests.database_goes_away_after_takeover", arguments={})
+    assert execute_job(job.pk, "worker-a") == "cancelled"
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING and job.attempts == 2 and job.worker == "worker-b"
+    assert dispatched == []  # the newer attempt is not sent to the queue a second time
+
+
+def test_recovering_a_job_read_before_its_retry_leaves_the_retry_alone():
+    job = make_job(state=Job.State.RUNNING, attempts=1)
+    seen_by_reaper = Job.objects.get(pk=job.pk)
+    Job.objects.filter(pk=job.pk).update(attempts=2)  # another worker took it meanwhile
+    recover_lost_job(seen_by_reaper, "no heartbeat")
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING and job.attempts == 2 and "retrying" not in job.message
