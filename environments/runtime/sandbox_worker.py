@@ -472,11 +472,7 @@ def main() -> None:
     if config["drop_privileges"]:
         sandbox_guard.drop_privileges()
     sandbox_guard.apply_limits(config["memory_mb"], config["file_size_mb"], config["cpu_budget_s"])
-    config["landlock_abi"] = (
-        restrict_filesystem(config["read_roots"], [config["worker_dir"]])
-        if config.get("filesystem_boundary", True)
-        else 0
-    )
+    config["landlock_abi"] = restrict_filesystem(config["read_roots"], [config["worker_dir"]])
     signal.signal(signal.SIGALRM, _on_alarm)
     worker = Worker(config)
     sandbox_guard.patch_socket()
