@@ -34,6 +34,7 @@ from django.db import (
     transaction,
 )
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from aw_site.models import Job
 
@@ -159,9 +160,19 @@ def enqueue(
 
 
 def dispatch(job_id: int) -> None:
+    """Hand a queued job to a worker. With the broker unreachable the job stays queued and the
+    reaper sends it again (AW_JOB_QUEUED_STALE_SECONDS): whoever enqueued it, a request or a job
+    scheduling its next step, goes on instead of failing."""
     record = Job.objects.get(pk=job_id)
     if settings.AW_JOBS_MODE == "celery":
-        result = run_job.apply_async(args=[job_id], queue=record.queue)
+        try:
+            result = run_job.apply_async(args=[job_id], queue=record.queue)
+        except (KombuOperationalError, OSError) as exc:
+            logger.warning("job %s stays queued: broker unreachable (%s)", job_id, exc)
+            Job.objects.filter(pk=job_id, state=record.state).update(
+                message=f"queued; the broker was unreachable, it will be sent again: {exc}"[:500]
+            )
+            return
         Job.objects.filter(pk=job_id).update(celery_task_id=result.id)
     else:
         _in_process_executor().submit(_run_in_thread, job_id)

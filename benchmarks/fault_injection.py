@@ -3,15 +3,19 @@
     createdb -h 127.0.0.1 aw_faults && DATABASE_URL=postgres://root@127.0.0.1:5432/aw_faults .venv/bin/python manage.py migrate
     DATABASE_URL=postgres://root@127.0.0.1:5432/aw_faults .venv/bin/python benchmarks/fault_injection.py \
         --job 'system.worker_check:{"seconds": 6, "steps": 30}' --faults kill,redis,postgres
+    DATABASE_URL=... .venv/bin/python benchmarks/fault_injection.py --round --timeout 600
 
 For every ``--job KIND:JSON`` a real Celery worker (tests/support/worker.py) takes the job, is
 SIGKILLed once the job reports progress, and is restarted under the same name; the job must end
 succeeded after a retry or failed with a reason. Then, with a light load of the same jobs, Redis
 (``redis-cli shutdown nosave`` + the ./dev start command) and PostgreSQL (``pg_ctlcluster ...
-restart``) are restarted once each, and every job must reach a final state. This script stands in
-for beat: it calls ``reap_stale_jobs`` every few seconds. Redis and PostgreSQL are shared with
-other work on this machine: each is down for seconds and always started again (``finally``).
-Use a database of its own: the reaper it runs retries every stale running job in that database.
+restart``) are restarted once each, and every job must reach a final state. ``--round`` runs
+one auto-approved evolution round (it needs verified environments with tasks) and hits a
+different job of it with each fault: the round must end done, with no trajectory lost or
+doubled and nothing half-built. This script stands in for beat: it calls ``reap_stale_jobs``
+every few seconds. Redis and PostgreSQL are shared with other work on this machine: each is down
+for seconds and always started again (``finally``). Use a database of its own: the reaper it
+runs retries every stale running job in that database.
 """
 
 from __future__ import annotations
@@ -191,6 +195,143 @@ def outage_scenario(
     return ok
 
 
+QUICK_TRAINING = {
+    "sft_epochs": 2,
+    "grpo_steps": 1,
+    "num_generations": 2,
+    "max_completion_length": 24,
+    "tasks_per_environment": 4,
+}
+OUTAGES = {"kill": None, "redis": "redis_outage", "postgres": "pg_restart"}
+
+
+def round_scenario(worker, faults: list[str], timeout: float) -> bool:
+    """One auto-approved evolution round with each fault hitting a different job of it: the
+    round must end done (or failed with a reason), every job final, no trajectory lost or
+    doubled, no environment half-built."""
+    from django.db import transaction
+
+    from arena.models import EvolutionRound
+    from arena.rounds import start_round
+    from training.service import ensure_tiny_policy
+
+    policy = db_call(ensure_tiny_policy)
+    with transaction.atomic():
+        evolution_round = start_round(
+            policy=policy,
+            auto_approve=True,
+            environments_per_category=1,
+            tasks_per_environment=4,
+            training=QUICK_TRAINING,
+        )
+    print(f"round {evolution_round.number} started (policy {policy})", flush=True)
+    hit: set[int] = set()
+    for fault in faults:
+        # A kill lands mid-work; an outage lands on whichever job of the round runs next.
+        least = 0.1 if fault == "kill" else -1.0
+        job = wait_for_fresh_running_job(evolution_round.pk, hit, least, timeout)
+        if job is None:
+            print(f"  round ended before the {fault} fault", flush=True)
+            break
+        hit.add(job.pk)
+        started = time.monotonic()
+        if fault == "kill":
+            worker.kill()
+            worker.start()
+        else:
+            try:
+                globals()[OUTAGES[fault]]()
+            finally:
+                ensure_services()
+        print(
+            f"  {fault} during {describe(job)} progress={job.progress:.2f}; "
+            f"back after {time.monotonic() - started:.1f} s",
+            flush=True,
+        )
+    final = wait_round(evolution_round.pk, timeout)
+    return check_round(final, EvolutionRound)
+
+
+def wait_for_fresh_running_job(round_id: int, hit: set[int], least: float, timeout: float):
+    """The round's current job once it runs with progress over `least`, if not one hit before."""
+    from arena.models import EvolutionRound
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = db_call(
+            lambda: EvolutionRound.objects.select_related("current_job").get(pk=round_id)
+        )
+        if record.status in ("done", "failed"):
+            return None
+        job = record.current_job
+        if (
+            job is not None
+            and job.pk not in hit
+            and job.state == "running"
+            and job.progress > least
+        ):
+            return job
+        time.sleep(0.05)
+    return None
+
+
+def wait_round(round_id: int, timeout: float):
+    from arena.models import EvolutionRound
+    from aw_site.jobs import reap_stale_jobs
+
+    deadline = time.monotonic() + timeout
+    last_reap = 0.0
+    while time.monotonic() < deadline:
+        record = db_call(lambda: EvolutionRound.objects.get(pk=round_id))
+        if record.status in ("done", "failed"):
+            return record
+        if time.monotonic() - last_reap > 3:
+            db_call(reap_stale_jobs)
+            last_reap = time.monotonic()
+        time.sleep(0.5)
+    return db_call(lambda: EvolutionRound.objects.get(pk=round_id))
+
+
+def check_round(record, EvolutionRound) -> bool:
+    from environments.jobs import UNFINISHED, packages_root
+    from environments.models import Environment
+
+    problems = []
+    if record.status == "failed" and not record.failure_reason:
+        problems.append("failed without a reason")
+    if record.status not in ("done", "failed"):
+        problems.append(f"still {record.status}")
+    for job in record.jobs.order_by("pk"):
+        print(f"     {describe(job)}", flush=True)
+        if not job.is_finished:
+            problems.append(f"job {job.pk} still {job.state}")
+    for evaluation in record.evaluations.all():
+        tasks = list(evaluation.trajectories.values_list("task_id", flat=True))
+        print(
+            f"     evaluation {evaluation.pk}: {len(tasks)} trajectories, "
+            f"{len(set(tasks))} tasks, task_count {evaluation.task_count}",
+            flush=True,
+        )
+        if len(tasks) != len(set(tasks)) or len(tasks) != evaluation.task_count:
+            problems.append(f"evaluation {evaluation.pk} lost or doubled trajectories")
+    if Environment.objects.filter(status__in=UNFINISHED).exists():
+        problems.append("an environment was left half-built")
+    recorded = {
+        str(Path(p).resolve()) for p in Environment.objects.values_list("package_path", flat=True)
+    }
+    on_disk = {str(p.resolve()) for p in packages_root().glob("*/v*")}
+    if on_disk - recorded:
+        problems.append(f"package directories nobody recorded: {sorted(on_disk - recorded)}")
+    ok = not problems and record.status == "done"
+    print(
+        f"  -> round {record.number} {record.status}"
+        + (f" ({record.failure_reason[:120]})" if record.failure_reason else "")
+        + f": {'ok' if ok else 'NOT OK: ' + '; '.join(problems)}",
+        flush=True,
+    )
+    return ok
+
+
 def redis_outage() -> None:
     subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"], check=False)
     time.sleep(2)
@@ -205,10 +346,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default="kill,redis,postgres")
     parser.add_argument("--load", type=int, default=4, help="jobs in flight during an outage")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--round",
+        action="store_true",
+        help="also run one evolution round with each fault hitting a different job of it",
+    )
     args = parser.parse_args(argv)
     if not os.environ.get("DATABASE_URL"):
         parser.error("set DATABASE_URL (PostgreSQL shared with the worker)")
-    jobs = args.job or ['system.worker_check:{"seconds": 6, "steps": 30}']
+    jobs = args.job or ([] if args.round else ['system.worker_check:{"seconds": 6, "steps": 30}'])
     faults = set(args.faults.split(","))
 
     import django
@@ -254,6 +400,12 @@ def main(argv: list[str] | None = None) -> int:
                         ),
                     )
                 )
+        if args.round:
+            order = [fault for fault in ("kill", "redis", "postgres") if fault in faults]
+            print(f"round with faults {', '.join(order)}", flush=True)
+            results.append(
+                ("round " + ",".join(order), round_scenario(worker, order, args.timeout))
+            )
     finally:
         worker.stop()
         ensure_services()

@@ -102,3 +102,34 @@ def test_job_whose_worker_never_returns_is_failed_by_the_reaper(tmp_path, settin
     record = job_state(job.pk)
     assert record.state == Job.State.FAILED
     assert "no heartbeat" in record.error and "gave up after 1 attempts" in record.error
+
+
+def test_job_enqueued_while_the_broker_is_down_waits_and_is_sent_again(
+    tmp_path, settings, monkeypatch
+):
+    """A broker that refuses the publish (Redis restarting) neither loses the job nor fails
+    whoever enqueued it: the row stays queued and the reaper sends it once the broker answers."""
+    from kombu.exceptions import OperationalError as BrokerUnreachable
+
+    from aw_site.jobs import reap_stale_jobs, run_job
+
+    settings.AW_JOB_QUEUED_STALE_SECONDS = 0
+
+    def refused(*args, **kwargs):
+        raise BrokerUnreachable("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    with celery_worker(tmp_path) as worker:
+        with monkeypatch.context() as patch:
+            patch.setattr(run_job, "apply_async", refused)
+            with transaction.atomic():
+                job = enqueue("system.worker_check", {"seconds": 0.2, "steps": 2})
+        record = job_state(job.pk)
+        assert record.state == Job.State.QUEUED and record.celery_task_id == ""
+        assert "broker was unreachable" in record.message
+        assert reap_stale_jobs() == [job.pk]
+        wait_for(
+            lambda: job_state(job.pk).is_finished,
+            timeout=60,
+            message=f"re-sent job\n{worker.log()[-3000:]}",
+        )
+    assert job_state(job.pk).state == Job.State.SUCCEEDED
