@@ -7,7 +7,7 @@ from typing import Any
 from arena import round_machine
 from arena.models import EvolutionRound, ExpansionProposal
 from arena.rounds import advance_round, fail_round
-from aw_site.jobs import JobContext, job
+from aw_site.jobs import JobContext, interrupted, job
 from aw_site.models import Job
 
 
@@ -21,7 +21,8 @@ def _run_step(
     try:
         result = step(evolution_round, ctx) or {}
     except Exception as exc:
-        fail_round(evolution_round, f"{type(exc).__name__}: {exc}")
+        if not interrupted(exc):  # an interrupted step is retried; the round goes on then
+            fail_round(evolution_round, f"{type(exc).__name__}: {exc}")
         raise
     advance_round(evolution_round, result.pop("event", event))
     return result

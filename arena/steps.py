@@ -27,7 +27,7 @@ from arena.models import (
 from arena.proposals import propose_expansions
 from arena.sampling import sample_environments
 from arena.scoreboard import Scoreboard, build_scoreboard, compare
-from aw_site.jobs import JobContext
+from aw_site.jobs import JobContext, interrupted
 from environments.models import Category, Environment
 from environments.runtime import SandboxPool
 from tasks.records import spec_from_task
@@ -251,6 +251,8 @@ def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
             proposal.status = ExpansionProposal.Status.APPLIED
             applied += 1
         except Exception as exc:  # one failed expansion is recorded, the others still apply
+            if interrupted(exc):
+                raise  # the retried job applies this proposal again
             proposal.result = {"error": f"{type(exc).__name__}: {exc}"}
             proposal.status = ExpansionProposal.Status.FAILED
         proposal.applied_job = ctx.job
@@ -335,7 +337,16 @@ def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
         evolution_round.training_run = run
         evolution_round.save(update_fields=["training_run"])
     if run.status != TrainingRun.Status.SUCCEEDED:
-        train_policy(run, ctx.progress)
+        try:
+            train_policy(run, ctx.progress)
+        except Exception as exc:
+            if not interrupted(exc):
+                TrainingRun.objects.filter(pk=run.pk).update(
+                    status=TrainingRun.Status.FAILED,
+                    failure_reason=f"{type(exc).__name__}: {exc}",
+                    finished_at=timezone.now(),
+                )
+            raise
         run.refresh_from_db()
     evolution_round.trained_policy = run.output_policy
     evolution_round.finished_at = timezone.now()

@@ -54,6 +54,19 @@ class JobCancelled(Exception):
 WORKER_SHUTTING_DOWN = threading.Event()
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether an error inside a job means this attempt was cut off and the job will run again
+    (database outage, worker shutdown, a newer attempt took over), not that the work failed.
+
+    Jobs that record a failure on their own rows (a rejected draft, a failed round or training
+    run, a failed proposal) must not record it then: the retry does the work.
+    """
+    return (
+        isinstance(exc, JobCancelled | OperationalError | InterfaceError)
+        or WORKER_SHUTTING_DOWN.is_set()
+    )
+
+
 def this_attempt(job_id: int, attempts: int) -> models.QuerySet:
     """The job row while this attempt still owns it: a reaper's retry starts a newer attempt,
     and an older one that was only slow must not overwrite what the newer one writes."""

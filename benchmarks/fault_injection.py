@@ -125,19 +125,30 @@ def job_row(pk: int):
     return Job.objects.get(pk=pk)
 
 
+class Beat:
+    """Stands in for celery beat: reaps stale jobs every few seconds while the script waits."""
+
+    def __init__(self, every: float = 3.0):
+        self.every = every
+        self.last = 0.0
+
+    def tick(self) -> None:
+        from aw_site.jobs import reap_stale_jobs
+
+        if time.monotonic() - self.last > self.every:
+            db_call(reap_stale_jobs)
+            self.last = time.monotonic()
+
+
 def wait_final(ids: list[int], timeout: float) -> dict[int, object]:
     """Poll until every job is final, reaping stale ones as beat would."""
-    from aw_site.jobs import reap_stale_jobs
-
     deadline = time.monotonic() + timeout
-    last_reap = 0.0
+    beat = Beat()
     while time.monotonic() < deadline:
         rows = {pk: db_call(job_row, pk) for pk in ids}
         if all(row.is_finished for row in rows.values()):
             return rows
-        if time.monotonic() - last_reap > 3:
-            db_call(reap_stale_jobs)
-            last_reap = time.monotonic()
+        beat.tick()
         time.sleep(0.5)
     return {pk: db_call(job_row, pk) for pk in ids}
 
@@ -231,7 +242,7 @@ def round_scenario(worker, faults: list[str], timeout: float) -> bool:
         least = 0.1 if fault == "kill" else -1.0
         job = wait_for_fresh_running_job(evolution_round.pk, hit, least, timeout)
         if job is None:
-            print(f"  round ended before the {fault} fault", flush=True)
+            print(f"  no job of the round left for the {fault} fault", flush=True)
             break
         hit.add(job.pk)
         started = time.monotonic()
@@ -253,10 +264,12 @@ def round_scenario(worker, faults: list[str], timeout: float) -> bool:
 
 
 def wait_for_fresh_running_job(round_id: int, hit: set[int], least: float, timeout: float):
-    """The round's current job once it runs with progress over `least`, if not one hit before."""
+    """The round's current job once it runs with progress over `least`, if not one hit before;
+    None when the round ended (or the wait timed out) first."""
     from arena.models import EvolutionRound
 
     deadline = time.monotonic() + timeout
+    beat = Beat()
     while time.monotonic() < deadline:
         record = db_call(
             lambda: EvolutionRound.objects.select_related("current_job").get(pk=round_id)
@@ -271,23 +284,22 @@ def wait_for_fresh_running_job(round_id: int, hit: set[int], least: float, timeo
             and job.progress > least
         ):
             return job
+        beat.tick()
         time.sleep(0.05)
+    print(f"  no new running job of the round within {timeout:.0f} s", flush=True)
     return None
 
 
 def wait_round(round_id: int, timeout: float):
     from arena.models import EvolutionRound
-    from aw_site.jobs import reap_stale_jobs
 
     deadline = time.monotonic() + timeout
-    last_reap = 0.0
+    beat = Beat()
     while time.monotonic() < deadline:
         record = db_call(lambda: EvolutionRound.objects.get(pk=round_id))
         if record.status in ("done", "failed"):
             return record
-        if time.monotonic() - last_reap > 3:
-            db_call(reap_stale_jobs)
-            last_reap = time.monotonic()
+        beat.tick()
         time.sleep(0.5)
     return db_call(lambda: EvolutionRound.objects.get(pk=round_id))
 

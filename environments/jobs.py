@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from aw_site.jobs import JobContext, enqueue, job
+from aw_site.jobs import JobContext, enqueue, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
 from environments.discovery import catalogue
@@ -111,6 +111,8 @@ def build_environment(ctx: JobContext, source: str) -> dict[str, Any]:
             "path": path,
         }
     except Exception as exc:
+        if interrupted(exc):
+            raise  # the retry discards this draft and builds the version again
         environment.refresh_from_db()
         if environment.status in (
             Environment.Status.MINING,

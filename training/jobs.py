@@ -6,7 +6,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from aw_site.jobs import JobContext, job
+from aw_site.jobs import JobContext, interrupted, job
 from aw_site.models import Job
 from training.models import TrainingRun
 from training.service import train
@@ -20,6 +20,8 @@ def train_job(ctx: JobContext, run: int) -> dict[str, Any]:
     try:
         train(record, ctx.progress)
     except Exception as exc:
+        if interrupted(exc):
+            raise  # the retry trains this run again
         TrainingRun.objects.filter(pk=run).update(
             status=TrainingRun.Status.FAILED,
             failure_reason=f"{type(exc).__name__}: {exc}",
