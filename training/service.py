@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -284,9 +285,12 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
-    if isinstance(value, float | int | str | bool) or value is None:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None  # jsonb (PostgreSQL) refuses NaN
+    if isinstance(value, int | str | bool) or value is None:
         return value
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return str(value)
+    return number if math.isfinite(number) else None

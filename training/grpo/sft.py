@@ -72,19 +72,28 @@ def sft_warmup(
     seed: int = 0,
     max_length: int = 4096,
 ) -> dict[str, Any]:
-    """Train in place; returns {"steps", "loss_first", "loss_last", "seconds", "tokens_per_s"}."""
+    """Train in place; returns {"steps", "loss_first", "loss_last", "seconds", "tokens_per_s",
+    "examples", "truncated", "dropped", "skipped_steps"}."""
     import torch
 
-    if not conversations:
-        return {"steps": 0, "loss_first": None, "loss_last": None, "seconds": 0.0}
     examples = [tokenize_conversation(tokenizer, c["messages"], c["tools"]) for c in conversations]
-    examples = [SFTExample(e.input_ids[:max_length], e.labels[:max_length]) for e in examples]
+    truncated = sum(len(e.input_ids) > max_length for e in examples)
+    examples = [fit_to_length(e, max_length) for e in examples]
+    usable = [e for e in examples if any(label != IGNORE_INDEX for label in e.labels)]
+    counts = {
+        "examples": len(usable),
+        "truncated": truncated,
+        "dropped": len(examples) - len(usable),
+    }
+    if not usable:
+        return {"steps": 0, "loss_first": None, "loss_last": None, "seconds": 0.0, **counts}
+    examples = usable
     device = next(model.parameters()).device
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     rng = random.Random(seed)
     model.train()
     losses: list[float] = []
-    tokens = 0
+    tokens = skipped = 0
     started = time.perf_counter()
     for _epoch in range(epochs):
         order = list(range(len(examples)))
@@ -104,6 +113,9 @@ def sft_warmup(
                 device=device,
             )
             loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            if not torch.isfinite(loss):
+                skipped += 1  # a step on a NaN or infinite loss would ruin every weight
+                continue
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -114,8 +126,18 @@ def sft_warmup(
     seconds = time.perf_counter() - started
     return {
         "steps": len(losses),
-        "loss_first": losses[0],
-        "loss_last": losses[-1],
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
         "seconds": round(seconds, 3),
         "tokens_per_s": round(tokens / seconds, 1) if seconds else None,
+        "skipped_steps": skipped,
+        **counts,
     }
+
+
+def fit_to_length(example: SFTExample, max_length: int) -> SFTExample:
+    """At most `max_length` tokens, keeping the end: the assistant's turns (the targets) come
+    last, while a long tool list at the start of the system prompt is what overflows."""
+    if len(example.input_ids) <= max_length:
+        return example
+    return SFTExample(example.input_ids[-max_length:], example.labels[-max_length:])
