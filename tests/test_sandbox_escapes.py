@@ -2,8 +2,8 @@
 
 The Python layer (the audit hook) must hold against code that rebinds the guard's globals,
 builtins and os.path, hands it a path object that lies, forges bytecode, reaches interpreter
-internals or leaves a thread behind. Beneath it, Landlock must refuse files, programs and TCP
-even to code that got past Python.
+internals or leaves a thread behind. Beneath it, Landlock and an empty capability set must refuse
+files, programs, TCP and root's powers even to code that got past Python.
 """
 
 from __future__ import annotations
@@ -203,14 +203,15 @@ def _confined(tmp_path: Path, body: str) -> dict:
         f"""
         import json, os, socket, sys
         sys.path.insert(0, {str(Path(landlock.__file__).parent)!r})
-        import landlock
+        import landlock, sandbox_guard
+        capabilities = sandbox_guard.drop_capabilities()
         abi = landlock.restrict({_python_roots()!r}, [{str(tmp_path / "work")!r}])
-        seen = {{"abi": abi}}
+        seen = {{"abi": abi, "capabilities": capabilities}}
         def attempt(name, action):
             try:
                 seen[name] = ("ok", repr(action()))
-            except OSError as exc:
-                seen[name] = (type(exc).__name__, exc.errno)
+            except (OSError, ValueError) as exc:
+                seen[name] = (type(exc).__name__, getattr(exc, "errno", None))
         """
     ) + textwrap.dedent(body)
     (tmp_path / "work").mkdir(exist_ok=True)
@@ -241,6 +242,9 @@ def test_landlock_refuses_files_programs_and_tcp_outside_the_worker(tmp_path):
             attempt("list_root", lambda: os.listdir("/"))
             attempt("execute", lambda: os.execv("/bin/true", ["/bin/true"]))
             attempt("tcp_connect", lambda: socket.create_connection(("127.0.0.1", {port}), 2))
+            attempt("chroot", lambda: os.chroot("."))
+            attempt("raise_limit", lambda: __import__("resource").setrlimit(
+                __import__("resource").RLIMIT_NOFILE, (1 << 20, 1 << 20)))
             """,
         )
     finally:
@@ -248,13 +252,17 @@ def test_landlock_refuses_files_programs_and_tcp_outside_the_worker(tmp_path):
     assert seen["abi"] == landlock.abi_version() >= 1
     assert seen["read_inside_python"] == ["ok", "True"]
     assert seen["write_inside"] == ["ok", "4"]
-    for refused in ("read_etc", "write_outside", "list_root", "execute"):
+    assert seen["capabilities"] == 0
+    for refused in ("read_etc", "write_outside", "list_root", "execute", "chroot"):
         assert seen[refused][0] == "PermissionError", (refused, seen[refused])
     if seen["abi"] >= 4:
         assert seen["tcp_connect"][0] == "PermissionError", seen["tcp_connect"]
+    assert seen["raise_limit"][0] in ("PermissionError", "ValueError"), seen["raise_limit"]
     assert not outside.exists()
 
 
 @needs_landlock
-def test_pool_workers_run_under_landlock(pool):
-    assert pool.slots[0].process.hello["landlock_abi"] == landlock.abi_version()
+def test_pool_workers_run_under_landlock_without_capabilities(pool):
+    hello = pool.slots[0].process.hello
+    assert hello["landlock_abi"] == landlock.abi_version()
+    assert hello["capabilities"] == 0  # root or not, the worker holds no capability

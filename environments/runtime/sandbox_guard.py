@@ -3,7 +3,8 @@
 Layers, outermost first:
 1. a fresh network namespace (`unshare(CLONE_NEWNET)`, where the kernel allows it) and, when
    started as root, a drop to an unprivileged user, so the kernel itself refuses the network,
-   forks (RLIMIT_NPROC) and file permissions;
+   forks (RLIMIT_NPROC) and file permissions; a worker that must stay root gives up every
+   capability instead;
 2. resource limits: address space, file size, no child processes, no core dumps, lifetime CPU;
    Landlock (landlock.py), where the kernel has it, bounds files, program execution and TCP;
 3. a refusal in Python that holds whatever the kernel allows: `socket` is patched, and an audit
@@ -27,6 +28,8 @@ from collections.abc import Callable
 
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 DENIED_MODULES = frozenset(
     {
@@ -140,6 +143,41 @@ def isolate_network() -> bool:
         return libc.unshare(CLONE_NEWNET) == 0
     except (OSError, AttributeError):
         return False
+
+
+def drop_capabilities() -> int:
+    """Give up every capability (bounding, ambient, effective, permitted, inheritable), so a
+    worker that stays root (its Python is not readable by `nobody`) cannot mount, load modules,
+    open files by handle, trace other processes or undo its limits. Returns CapEff afterwards
+    (0 when it worked; -1 where the kernel refused)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        for capability in range(last + 1):
+            libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+        header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+        nothing = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
+        if libc.capset(header, nothing) != 0:
+            return -1
+    except (OSError, AttributeError, ValueError):
+        return -1
+    return effective_capabilities()
+
+
+def effective_capabilities() -> int:
+    """This process's CapEff bit set from /proc/self/status (-1 where it cannot be read)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return -1
 
 
 def drop_privileges() -> bool:

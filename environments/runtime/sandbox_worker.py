@@ -129,6 +129,7 @@ class Worker:
                 "pid": os.getpid(),
                 "net_isolated": self.config["net"],
                 "landlock_abi": self.config["landlock_abi"],
+                "capabilities": self.config["capabilities"],
             }
         )
 
@@ -471,6 +472,7 @@ def main() -> None:
     config["net"] = sandbox_guard.isolate_network() if config["isolate_network"] else False
     if config["drop_privileges"]:
         sandbox_guard.drop_privileges()
+    config["capabilities"] = sandbox_guard.drop_capabilities()
     sandbox_guard.apply_limits(config["memory_mb"], config["file_size_mb"], config["cpu_budget_s"])
     config["landlock_abi"] = restrict_filesystem(config["read_roots"], [config["worker_dir"]])
     signal.signal(signal.SIGALRM, _on_alarm)
