@@ -198,7 +198,8 @@ needs_landlock = pytest.mark.skipif(
 
 
 def _confined(tmp_path: Path, body: str) -> dict:
-    """Run `body` in a fresh Python confined by Landlock only (no audit hook): its JSON."""
+    """Run `body` in a fresh Python with no capability, under Landlock, without the audit hook:
+    what each `attempt` got, as JSON."""
     script = textwrap.dedent(
         f"""
         import json, os, socket, sys
