@@ -206,24 +206,14 @@ def outage_scenario(
     return ok
 
 
-QUICK_TRAINING = {
-    "sft_epochs": 2,
-    "grpo_steps": 1,
-    "num_generations": 2,
-    "max_completion_length": 24,
-    "tasks_per_environment": 4,
-}
-OUTAGES = {"kill": None, "redis": "redis_outage", "postgres": "pg_restart"}
-
-
 def round_scenario(worker, faults: list[str], timeout: float) -> bool:
     """One auto-approved evolution round with each fault hitting a different job of it: the
     round must end done (or failed with a reason), every job final, no trajectory lost or
     doubled, no environment half-built."""
     from django.db import transaction
 
-    from arena.models import EvolutionRound
     from arena.rounds import start_round
+    from tests.support.training import QUICK_TRAINING
     from training.service import ensure_tiny_policy
 
     policy = db_call(ensure_tiny_policy)
@@ -251,7 +241,7 @@ def round_scenario(worker, faults: list[str], timeout: float) -> bool:
             worker.start()
         else:
             try:
-                globals()[OUTAGES[fault]]()
+                OUTAGES[fault]()
             finally:
                 ensure_services()
         print(
@@ -260,7 +250,7 @@ def round_scenario(worker, faults: list[str], timeout: float) -> bool:
             flush=True,
         )
     final = wait_round(evolution_round.pk, timeout)
-    return check_round(final, EvolutionRound)
+    return check_round(final)
 
 
 def wait_for_fresh_running_job(round_id: int, hit: set[int], least: float, timeout: float):
@@ -304,7 +294,7 @@ def wait_round(round_id: int, timeout: float):
     return db_call(lambda: EvolutionRound.objects.get(pk=round_id))
 
 
-def check_round(record, EvolutionRound) -> bool:
+def check_round(record) -> bool:
     from environments.jobs import UNFINISHED, packages_root
     from environments.models import Environment
 
@@ -350,6 +340,9 @@ def redis_outage() -> None:
     subprocess.run(REDIS_START, check=True)
 
 
+OUTAGES = {"redis": redis_outage, "postgres": pg_restart}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -392,28 +385,13 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(
                     (f"kill {kind}", kill_scenario(kind, arguments, worker, args.timeout))
                 )
-            if "redis" in faults:
-                print(f"redis restart under {args.load} x {kind}", flush=True)
-                results.append(
-                    (
-                        f"redis {kind}",
-                        outage_scenario(
-                            "redis", kind, arguments, args.load, redis_outage, args.timeout
-                        ),
-                    )
-                )
-            if "postgres" in faults:
-                print(f"postgres restart under {args.load} x {kind}", flush=True)
-                results.append(
-                    (
-                        f"postgres {kind}",
-                        outage_scenario(
-                            "postgres", kind, arguments, args.load, pg_restart, args.timeout
-                        ),
-                    )
-                )
+            for name, outage in OUTAGES.items():
+                if name in faults:
+                    print(f"{name} restart under {args.load} x {kind}", flush=True)
+                    passed = outage_scenario(name, kind, arguments, args.load, outage, args.timeout)
+                    results.append((f"{name} {kind}", passed))
         if args.round:
-            order = [fault for fault in ("kill", "redis", "postgres") if fault in faults]
+            order = [fault for fault in ("kill", *OUTAGES) if fault in faults]
             print(f"round with faults {', '.join(order)}", flush=True)
             results.append(
                 ("round " + ",".join(order), round_scenario(worker, order, args.timeout))

@@ -1,4 +1,4 @@
-"""Shared fixtures: users of each role and API clients signed in as them."""
+"""Shared fixtures: users of each role, API clients signed in as them, a worker shutting down."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from aw_site.jobs import WORKER_SHUTTING_DOWN
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
 
 PASSWORD = "correct horse battery staple"
@@ -64,3 +65,11 @@ def admin_api(admin_user):
 def fast_password_hashing(settings):
     """Password hashing dominates user set-up; tests need no slow hash."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def shutting_down():
+    """This process's worker is shutting down (as after SIGTERM), for the test's duration."""
+    WORKER_SHUTTING_DOWN.set()
+    yield
+    WORKER_SHUTTING_DOWN.clear()

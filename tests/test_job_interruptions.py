@@ -10,7 +10,7 @@ from django.db import OperationalError
 from arena import round_machine, steps
 from arena.jobs import _run_step
 from arena.models import ExpansionProposal
-from aw_site.jobs import WORKER_SHUTTING_DOWN, JobCancelled, JobContext
+from aw_site.jobs import JobCancelled, JobContext
 from tests.support.factories import make_evaluation, make_job, make_proposal, make_round
 from training.models import TrainingRun
 
@@ -34,45 +34,31 @@ def raising(error: Exception):
     return step
 
 
-@pytest.mark.parametrize("error", INTERRUPTIONS.values(), ids=INTERRUPTIONS.keys())
-def test_an_interrupted_round_step_leaves_the_round_for_its_retry(error):
+def evaluation_step_raising(error: Exception):
+    """Run a round's evaluation step that raises `error`; the round as it is afterwards."""
     evolution_round, ctx = running_round(round_machine.EVALUATING)
     with pytest.raises(type(error)):
         _run_step(ctx, evolution_round.pk, round_machine.EVALUATING, raising(error), "evaluated")
     evolution_round.refresh_from_db()
+    return evolution_round
+
+
+@pytest.mark.parametrize("error", INTERRUPTIONS.values(), ids=INTERRUPTIONS.keys())
+def test_an_interrupted_round_step_leaves_the_round_for_its_retry(error):
+    evolution_round = evaluation_step_raising(error)
     assert evolution_round.status == round_machine.EVALUATING
     assert evolution_round.failure_reason == ""
 
 
-def test_a_step_broken_by_the_worker_shutting_down_leaves_the_round_for_its_retry():
-    evolution_round, ctx = running_round(round_machine.EVALUATING)
-    WORKER_SHUTTING_DOWN.set()
-    try:
-        with pytest.raises(BrokenPipeError):
-            _run_step(
-                ctx,
-                evolution_round.pk,
-                round_machine.EVALUATING,
-                raising(BrokenPipeError("sandbox worker stopped")),
-                "evaluated",
-            )
-    finally:
-        WORKER_SHUTTING_DOWN.clear()
-    evolution_round.refresh_from_db()
+def test_a_step_broken_by_the_worker_shutting_down_leaves_the_round_for_its_retry(
+    shutting_down,
+):
+    evolution_round = evaluation_step_raising(BrokenPipeError("sandbox worker stopped"))
     assert evolution_round.status == round_machine.EVALUATING
 
 
 def test_a_failing_round_step_fails_the_round_with_its_reason():
-    evolution_round, ctx = running_round(round_machine.EVALUATING)
-    with pytest.raises(ValueError):
-        _run_step(
-            ctx,
-            evolution_round.pk,
-            round_machine.EVALUATING,
-            raising(ValueError("no verified environments")),
-            "evaluated",
-        )
-    evolution_round.refresh_from_db()
+    evolution_round = evaluation_step_raising(ValueError("no verified environments"))
     assert evolution_round.status == "failed"
     assert "no verified environments" in evolution_round.failure_reason
 

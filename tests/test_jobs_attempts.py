@@ -7,7 +7,6 @@ import pytest
 from django.db import OperationalError
 
 from aw_site.jobs import (
-    WORKER_SHUTTING_DOWN,
     JobCancelled,
     JobContext,
     execute_job,
@@ -46,13 +45,6 @@ def test_checkpoint_survives_into_the_next_attempt():
     retried = Job.objects.get(pk=job.pk)
     assert retried.state == Job.State.RETRYING
     assert JobContext(retried).saved == {"draft_environment": 7}
-
-
-@pytest.fixture
-def shutting_down():
-    WORKER_SHUTTING_DOWN.set()
-    yield
-    WORKER_SHUTTING_DOWN.clear()
 
 
 def test_a_job_that_breaks_during_worker_shutdown_is_retried(shutting_down, settings):

@@ -12,18 +12,12 @@ from aw_site.models import Job
 from environments.registry import record_package
 from tasks.service import synthesize_tasks
 from tests.support.sample_package import build_sample_package
+from tests.support.training import QUICK_TRAINING
 from tests.support.worker import wait_for
 from training.models import Policy, Trajectory
 from training.service import ensure_tiny_policy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-QUICK_TRAINING = {
-    "sft_epochs": 2,
-    "grpo_steps": 1,
-    "num_generations": 2,
-    "max_completion_length": 24,
-    "tasks_per_environment": 4,
-}
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from environments.registry import record_package
 from tasks.models import Task
 from tasks.service import synthesize_tasks
 from tests.support.sample_package import build_sample_package
+from tests.support.training import QUICK_TRAINING
 from tests.support.worker import celery_worker, redis_available, wait_for
 from training.models import TrainingRun
 from training.service import ensure_tiny_policy
@@ -26,13 +27,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not redis_available(), reason="Redis is not reachable on 127.0.0.1:6379"),
 ]
-QUICK_TRAINING = {
-    "sft_epochs": 2,
-    "grpo_steps": 1,
-    "num_generations": 2,
-    "max_completion_length": 24,
-    "tasks_per_environment": 4,
-}
 
 
 @pytest.fixture
@@ -91,13 +85,7 @@ def test_training_run_killed_during_grpo_is_retrained_from_scratch(world, tmp_pa
 
         kill_when(worker, past_sft, "SFT warm-up finished")
         assert TrainingRun.objects.get(pk=run.pk).status == "running"
-        worker.start()
-        wait_for(
-            lambda: Job.objects.get(pk=job.pk).is_finished,
-            timeout=400,
-            message=f"retried training\n{worker.log()[-3000:]}",
-        )
-    record = Job.objects.get(pk=job.pk)
+        record = restart_until_finished(worker, job, 400, "retried training")
     assert record.state == "succeeded" and record.attempts == 2, record.error
     run.refresh_from_db()
     assert run.status == "succeeded" and run.output_policy.version == 2
@@ -157,6 +145,17 @@ def kill_when(worker, condition, what: str) -> None:
     worker.kill()
 
 
+def restart_until_finished(worker, job: Job, timeout: float, what: str) -> Job:
+    """Start the worker again and wait for the job it left behind to end; its final row."""
+    worker.start()
+    wait_for(
+        lambda: Job.objects.get(pk=job.pk).is_finished,
+        timeout=timeout,
+        message=f"{what}\n{worker.log()[-3000:]}",
+    )
+    return Job.objects.get(pk=job.pk)
+
+
 def test_environment_build_killed_while_mining_is_rebuilt_without_leftovers(tmp_path, settings):
     settings.STORAGE_ROOT = tmp_path / "storage"
     with celery_worker(tmp_path) as worker:
@@ -169,13 +168,7 @@ def test_environment_build_killed_while_mining_is_rebuilt_without_leftovers(tmp_
 
         kill_when(worker, draft_under_way, "the build to start mining")
         assert Environment.objects.get(name="airports").status in ("mining", "verifying")
-        worker.start()
-        wait_for(
-            lambda: Job.objects.get(pk=job.pk).is_finished,
-            timeout=300,
-            message=f"rebuild\n{worker.log()[-3000:]}",
-        )
-    record = Job.objects.get(pk=job.pk)
+        record = restart_until_finished(worker, job, 300, "rebuild")
     assert record.state == "succeeded" and record.attempts == 2, record.error
     assert "left unfinished by an earlier attempt" in record.log_tail
     (environment,) = Environment.objects.filter(name="airports")
@@ -208,13 +201,7 @@ def test_task_synthesis_killed_midway_is_redone_without_duplicates(tmp_path, set
 
         kill_when(worker, synthesizing, "synthesis under way")
         assert Job.objects.get(pk=job.pk).state == "running"
-        worker.start()
-        wait_for(
-            lambda: Job.objects.get(pk=job.pk).is_finished,
-            timeout=300,
-            message=f"retried synthesis\n{worker.log()[-3000:]}",
-        )
-    record = Job.objects.get(pk=job.pk)
+        record = restart_until_finished(worker, job, 300, "retried synthesis")
     assert record.state == "succeeded" and record.attempts == 2, record.error
     signatures = list(Task.objects.filter(environment=shop).values_list("signature", flat=True))
     assert len(signatures) == len(set(signatures)) >= 60
@@ -252,12 +239,7 @@ def test_job_cut_short_by_a_worker_shutdown_is_retried_not_failed(tmp_path, sett
             assert stopped.attempts == 1
             if pool == "solo":
                 assert "shut down while the job ran" in stopped.message
-            worker.start()
-            wait_for(
-                lambda: Job.objects.get(pk=job.pk).is_finished,
-                timeout=300,
-                message=f"job after restart\n{worker.log()[-3000:]}",
-            )
+            restart_until_finished(worker, job, 300, "job after restart")
     record = Job.objects.get(pk=job.pk)
     assert record.state == "succeeded", record.error
     assert record.result["created"] == Task.objects.filter(environment=shop).count() > 0
