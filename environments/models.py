@@ -172,6 +172,11 @@ class Environment(models.Model):
     failure_reason = models.TextField(blank=True)
     tool_count = models.PositiveIntegerField(default=0)
     task_count = models.PositiveIntegerField(default=0)
+    task_audit = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="tasks.audit.AuditSummary: synthesized tasks audited, kept, discarded by reason",
+    )
     table_count = models.PositiveIntegerField(default=0)
     row_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(

@@ -38,6 +38,12 @@ class Task(models.Model):
         null=True, blank=True, help_text="Evolution round that made it"
     )
     metadata = models.JSONField(default=dict, blank=True)
+    answer_contract = models.JSONField(
+        default=dict, blank=True, help_text="tasks.answer_contract.AnswerContract: the answer shape"
+    )
+    audit = models.JSONField(
+        default=dict, blank=True, help_text="tasks.audit.VerifierAudit: the verifier's own checks"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -48,6 +48,8 @@ def spec_from_task(task: Task) -> TaskSpec:
         verification=task.verification_script or None,
         signature=task.signature,
         metadata=metadata.get("extra", {}),
+        answer_contract=task.answer_contract or {},
+        audit=task.audit or {},
     )
 
 
@@ -91,6 +93,8 @@ def record_tasks(
                 signature=spec.signature,
                 seed=spec.seed,
                 round_number=round_number,
+                answer_contract=spec.answer_contract or {},
+                audit=spec.audit or {},
                 metadata={
                     "difficulty": spec.difficulty,
                     "tools": spec.tools,

@@ -1,50 +1,60 @@
-"""The one reward function of training and the arena: a breakdown, not a single float.
+"""The one reward of training, the arena, the episode API and MCP episodes.
 
-``score(task, trajectory)`` checks four things against the gold run, each with a reason:
-- answer: the final answer against the reference (normalised exact match, order-insensitive
-  lists, numeric tolerance, nested dicts; an LLM judge when configured and exact match fails);
-- state: the final state hash against the gold one, else partial credit from the row diff
-  (missing and extra writes both cost);
-- format: the fraction of well-formed tool calls;
-- efficiency: tool calls used against the gold chain length.
+Success is the gate: a task is solved only when its answer and its final state are both right
+(and the agent made at least one valid tool call: an answer without looking anything up is a
+guess). A solved run scores 1.0, less a small efficiency penalty for extra calls. An unsolved
+run earns partial credit, capped at ``RewardSettings.partial_cap`` (default 0.2), and only
+when it made a valid tool call; its progress counts the share of the *requested* writes made
+(a read-only task earns nothing for leaving the database alone) and how close a list or object
+answer came. Answers are read through the task's answer contract (``tasks.answer_contract``),
+state through the shared diff normaliser (``tasks.state_changes``); programmatic tasks are
+judged by their own verification script, run in the sandbox when the episode ends
+(``tasks.episode_outcome``). Reasons never quote the reference answer or the expected rows:
+they reach agents and viewers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
-import math
-import re
-import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from tasks.answer_contract import (
+    Submission,
+    compare,
+    normalise_text,
+    read_submission,
+    task_contract,
+)
+from tasks.state_changes import compare_diffs
 from tasks.synthesis.task_spec import TaskSpec, as_task, canonical_json
 
 log = logging.getLogger(__name__)
 
-MALFORMED_KINDS = {"unknown_tool", "invalid_arguments", "format_error", "bad_json"}
+MALFORMED_KINDS = frozenset({"unknown_tool", "invalid_arguments", "format_error", "bad_json"})
 
 
 @dataclass
-class RewardWeights:
-    """How much each component counts; components a task does not use are left out."""
+class RewardSettings:
+    """What a run can earn. Every field has one meaning; defaults are the paper-style gate."""
 
-    answer: float = 0.5  # final answer correctness
-    state: float = 0.3  # final state against the gold run
-    format: float = 0.1  # well-formed tool calls
-    efficiency: float = 0.1  # tool calls against the gold chain length
-    efficiency_needs_success: bool = True  # no efficiency credit for an unsolved task
-    numeric_rel_tol: float = 1e-6  # relative tolerance for numbers
-    numeric_abs_tol: float = 1e-9  # absolute tolerance for numbers
-    llm_judge: bool = True  # ask aw_site.llm when configured and exact match fails
+    partial_cap: float = 0.2  # the most an unsolved run can earn, as a fraction of solved
+    efficiency_penalty: float = 0.1  # a solved run using many more calls than gold loses this
+    llm_judge: bool = True  # judge free-text answers with aw_site.llm when configured
+
+
+# The name other modules used before the gate; same object.
+RewardWeights = RewardSettings
 
 
 @dataclass
 class RewardComponent:
-    score: float
-    weight: float
+    score: float  # in [0, 1]
+    weight: float  # its share of the partial-credit progress (0 where it does not count)
     reason: str
     applicable: bool = True
 
@@ -52,16 +62,9 @@ class RewardComponent:
 @dataclass
 class RewardBreakdown:
     total: float
+    success: bool
     components: dict[str, RewardComponent] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        """Solved: the answer and the final state both fully correct (where they apply)."""
-        return all(
-            c.score >= 1.0
-            for k, c in self.components.items()
-            if k in ("answer", "state") and c.applicable
-        )
+    gate: str = ""  # why the run is or is not solved, in one sentence
 
     def __getitem__(self, name: str) -> RewardComponent:
         return self.components[name]
@@ -70,15 +73,16 @@ class RewardBreakdown:
         return {
             "total": self.total,
             "success": self.success,
+            "gate": self.gate,
             "components": {k: dataclasses.asdict(c) for k, c in self.components.items()},
         }
 
 
-# --- trajectories -------------------------------------------------------------------------
+# --- reading trajectories -----------------------------------------------------------------
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)
 
@@ -92,184 +96,55 @@ def tool_call_steps(trajectory: Any) -> list[Any]:
     ]
 
 
-# --- answers ------------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
-
-
-def normalise_text(value: Any) -> str:
-    text = unicodedata.normalize("NFKC", str(value)).casefold().strip()
-    text = re.sub(r"\s+", " ", text)
-    return text.strip(" \t\"'`.;:!")
+def valid_tool_calls(trajectory: Any) -> int:
+    """Calls that reached a tool: parsed, a known tool, arguments valid for its schema."""
+    return sum(
+        1
+        for s in tool_call_steps(trajectory)
+        if _get(s, "tool_call") is not None and _get(s, "error_kind") not in MALFORMED_KINDS
+    )
 
 
-def _as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        found = _NUMBER.findall(value.replace("$", ""))
-        if len(found) == 1:
-            return float(found[0].replace(",", ""))
-    return None
+# --- the LLM judge, for free-text answers only --------------------------------------------
 
 
-def _decimals(value: Any) -> int | None:
-    text = value if isinstance(value, str) else repr(value)
-    match = re.search(r"\.(\d+)", text)
-    return len(match.group(1)) if match else None
+class JudgeCache(Protocol):
+    def get(self, key: str) -> tuple[bool, str] | None: ...
+
+    def set(self, key: str, verdict: tuple[bool, str]) -> None: ...
 
 
-def _parse(answer: Any) -> Any:
-    if isinstance(answer, str):
-        text = answer.strip()
-        fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-        if fence:
-            text = fence.group(1).strip()
-        try:
-            answer = json.loads(text)
-        except (json.JSONDecodeError, ValueError):
-            return answer
-    if isinstance(answer, dict) and len(answer) == 1 and "answer" in answer:
-        return answer["answer"]
-    return answer
+class MemoryJudgeCache:
+    """Judgements per (task, answer) in this process; repeated rollouts cost nothing."""
+
+    def __init__(self, limit: int = 50_000):
+        self.limit = limit
+        self.verdicts: dict[str, tuple[bool, str]] = {}
+
+    def get(self, key: str) -> tuple[bool, str] | None:
+        return self.verdicts.get(key)
+
+    def set(self, key: str, verdict: tuple[bool, str]) -> None:
+        if len(self.verdicts) >= self.limit:
+            self.verdicts.pop(next(iter(self.verdicts)))
+        self.verdicts[key] = verdict
 
 
-def _split_list(text: str) -> list[list[str]]:
-    """Ways to read a prose answer as a list: by lines, then by commas/semicolons too."""
-    lines = [re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line) for line in text.splitlines()]
-    lines = [line.strip() for line in lines if line.strip()]
-    by_comma = [p.strip() for line in lines for p in re.split(r"[;,]", line) if p.strip()]
-    return [lines, by_comma]
+JUDGE_CACHE: JudgeCache = MemoryJudgeCache()
 
 
-class AnswerMatcher:
-    """Compares an answer to a reference; returns (score in [0, 1], reason)."""
-
-    def __init__(self, weights: RewardWeights, ordered: bool = False):
-        self.weights = weights
-        self.ordered = ordered
-
-    def numbers_equal(self, ref: float, got: float, shown: Any) -> bool:
-        if math.isclose(
-            ref, got, rel_tol=self.weights.numeric_rel_tol, abs_tol=self.weights.numeric_abs_tol
-        ):
-            return True
-        places = _decimals(shown)
-        return places is not None and places >= 2 and round(ref, places) == round(got, places)
-
-    def compare(self, ref: Any, got: Any) -> tuple[float, str]:
-        got = _parse(got)
-        if ref is None:
-            return (
-                (1.0, "both empty")
-                if got in (None, "", "null")
-                else (0.0, f"expected nothing, got {got!r}")
-            )
-        if isinstance(ref, bool):
-            value = (
-                got
-                if isinstance(got, bool)
-                else {"true": True, "yes": True, "false": False, "no": False}.get(
-                    normalise_text(got)
-                )
-            )
-            return (1.0, "boolean match") if value is ref else (0.0, f"expected {ref}, got {got!r}")
-        if isinstance(ref, int | float):
-            number = _as_number(got)
-            if number is not None and self.numbers_equal(float(ref), number, got):
-                return 1.0, "numeric match within tolerance"
-            return 0.0, f"expected {ref}, got {got!r}"
-        if isinstance(ref, str):
-            return self._compare_text(ref, got)
-        if isinstance(ref, list):
-            return self._compare_list(ref, got)
-        if isinstance(ref, dict):
-            return self._compare_dict(ref, got)
-        return (1.0, "exact match") if ref == got else (0.0, f"expected {ref!r}, got {got!r}")
-
-    def _compare_text(self, ref: str, got: Any) -> tuple[float, str]:
-        if isinstance(got, list) and len(got) == 1:
-            got = got[0]
-        if isinstance(got, dict | list) or got is None:
-            return 0.0, f"expected {ref!r}, got {got!r}"
-        if str(got) == ref:
-            return 1.0, "exact match"
-        want, have = normalise_text(ref), normalise_text(got)
-        if want == have:
-            return 1.0, "match after normalisation"
-        if isinstance(got, int | float) or _as_number(ref) is not None:
-            a, b = _as_number(ref), _as_number(got)
-            if a is not None and b is not None and self.numbers_equal(a, b, got):
-                return 1.0, "numeric match within tolerance"
-        bounded = re.search(rf"(?<!\w){re.escape(want)}(?!\w)", have)
-        if want and bounded and len(have) <= 3 * len(want) + 40:
-            return 1.0, "reference stated within a short answer"
-        return 0.0, f"expected {ref!r}, got {str(got)[:120]!r}"
-
-    def _compare_list(self, ref: list, got: Any) -> tuple[float, str]:
-        if isinstance(got, str):
-            readings = _split_list(got)
-        elif isinstance(got, list):
-            readings = [got]
-        elif got is None:
-            return 0.0, "no answer given"
-        else:
-            readings = [[got]]
-        best = (0.0, "")
-        for items in readings:
-            result = self._list_score(ref, items)
-            if result[0] >= best[0]:
-                best = result
-            if best[0] == 1.0:
-                break
-        return best
-
-    def _list_score(self, ref: list, got: list) -> tuple[float, str]:
-        if not ref and not got:
-            return 1.0, "both lists empty"
-        if self.ordered:
-            same = sum(1 for a, b in zip(ref, got, strict=False) if self.compare(a, b)[0] >= 1.0)
-            if same == len(ref) == len(got):
-                return 1.0, "ordered list matches"
-            return same / max(len(ref), len(got)), f"ordered list: {same}/{len(ref)} in place"
-        left = list(got)
-        missing = []
-        for item in ref:
-            hit = next((i for i, g in enumerate(left) if self.compare(item, g)[0] >= 1.0), None)
-            if hit is None:
-                missing.append(item)
-            else:
-                left.pop(hit)
-        matched = len(ref) - len(missing)
-        if not missing and not left:
-            return 1.0, f"list matches ({len(ref)} items, order ignored)"
-        precision = matched / len(got) if got else 0.0
-        recall = matched / len(ref) if ref else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        return f1, (
-            f"list matches {matched}/{len(ref)} items (missing {_short(missing)}, extra {_short(left)})"
-        )
-
-    def _compare_dict(self, ref: dict, got: Any) -> tuple[float, str]:
-        if not isinstance(got, dict):
-            return 0.0, f"expected an object, got {str(got)[:120]!r}"
-        if not ref:
-            return (1.0, "both objects empty") if not got else (0.0, "expected an empty object")
-        scores = {k: self.compare(v, got.get(k))[0] if k in got else 0.0 for k, v in ref.items()}
-        wrong = sorted(k for k, s in scores.items() if s < 1.0)
-        if not wrong:
-            return 1.0, "object matches on every key"
-        return sum(scores.values()) / len(scores), f"object differs on keys {wrong[:5]}"
+def judge_key(task: TaskSpec, answer: str) -> str:
+    identity = task.signature or canonical_json([task.instruction, task.reference_answer])
+    return hashlib.sha256(canonical_json([identity, normalise_text(answer)]).encode()).hexdigest()
 
 
-def _short(items: list) -> str:
-    text = json.dumps(items[:3], default=str)
-    return text if len(items) <= 3 else text[:-1] + ", ...]"
-
-
-def _judge(task: TaskSpec, answer: Any) -> tuple[float, str] | None:
+def judge_free_text(task: TaskSpec, answer: str, cache: JudgeCache | None = None):
+    """(correct, reason) from the configured LLM, cached; None without an LLM or on failure."""
+    cache = cache or JUDGE_CACHE
+    key = judge_key(task, answer)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached[0], f"LLM judge (cached): {cached[1]}"
     try:
         from aw_site.llm import LLMError, complete_json, llm_settings
     except ImportError:
@@ -281,9 +156,9 @@ def _judge(task: TaskSpec, answer: Any) -> tuple[float, str] | None:
         {
             "role": "system",
             "content": (
-                "You judge whether an agent's final answer gives the same information as the "
+                "You judge whether an agent's free-text answer gives the same information as the "
                 'reference answer for the task. Reply with JSON {"correct": true|false, '
-                '"reason": "..."}.'
+                '"reason": "..."} and never repeat the reference in the reason.'
             ),
         },
         {
@@ -301,139 +176,146 @@ def _judge(task: TaskSpec, answer: Any) -> tuple[float, str] | None:
         return None
     if not isinstance(verdict, dict) or not isinstance(verdict.get("correct"), bool):
         return None
-    reason = str(verdict.get("reason", ""))[:200]
-    return (1.0 if verdict["correct"] else 0.0), f"LLM judge: {reason}"
+    result = (verdict["correct"], str(verdict.get("reason", ""))[:200])
+    cache.set(key, result)
+    return result[0], f"LLM judge: {result[1]}"
 
 
-def answer_component(task: TaskSpec, trajectory: Any, weights: RewardWeights) -> RewardComponent:
-    if task.reference_answer is None:
-        return RewardComponent(1.0, 0.0, "task asks for no answer (state only)", applicable=False)
-    answer = _get(trajectory, "final_answer")
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        return RewardComponent(0.0, weights.answer, "no final answer given")
-    ordered = bool((task.metadata or {}).get("answer", {}).get("ordered"))
-    value, reason = AnswerMatcher(weights, ordered).compare(task.reference_answer, answer)
-    if value < 1.0 and weights.llm_judge:
-        judged = _judge(task, answer)
-        if judged is not None and judged[0] > value:
-            value, reason = judged
-        elif judged is not None:
-            reason = f"{reason}; {judged[1]}"
-    prefix = "answer correct" if value >= 1.0 else "answer wrong"
-    return RewardComponent(value, weights.answer, f"{prefix}: {reason}")
+# --- components ---------------------------------------------------------------------------
 
 
-# --- final state --------------------------------------------------------------------------
+@dataclass
+class _Answer:
+    component: RewardComponent
+    correct: bool
+    partial: float
+    submission: Submission | None
 
 
-def diff_atoms(diff: dict[str, Any] | None) -> set[tuple]:
-    """A row diff as a set of atomic writes: rows added/removed, columns changed."""
-    atoms: set[tuple] = set()
-    for table, change in (diff or {}).items():
-        for row in change.get("added", []):
-            atoms.add(("added", table, canonical_json(row)))
-        for row in change.get("removed", []):
-            atoms.add(("removed", table, canonical_json(row)))
-        for item in change.get("changed", []):
-            before, after = item.get("before") or {}, item.get("after") or {}
-            key = canonical_json(item.get("key"))
-            for column in sorted(set(before) | set(after)):
-                if before.get(column) != after.get(column):
-                    atoms.add(("changed", table, key, column, canonical_json(after.get(column))))
-    return atoms
+def _answer(task: TaskSpec, trajectory: Any, settings: RewardSettings) -> _Answer:
+    contract = task_contract(task)
+    if not contract.expects_answer:
+        component = RewardComponent(1.0, 0.0, "the task asks for no answer", applicable=False)
+        return _Answer(component, True, 1.0, None)
+    submission = read_submission(contract, _get(trajectory, "final_answer"))
+    verification = _get(trajectory, "verification")
+    if task.verification and isinstance(verification, Mapping) and "passed" in verification:
+        if not submission.valid:
+            reason = f"answer unusable: {submission.problem}"
+            return _Answer(RewardComponent(0.0, 1.0, reason), False, 0.0, submission)
+        passed = bool(verification["passed"])
+        reason = "the task's verification script " + (
+            "accepted the answer" if passed else "rejected the answer"
+        )
+        if verification.get("error"):
+            reason += f" ({str(verification['error'])[:120]})"
+        return _Answer(
+            RewardComponent(1.0 if passed else 0.0, 1.0, reason), passed, float(passed), submission
+        )
+    if not submission.valid:
+        reason = f"answer unusable: {submission.problem}"
+        return _Answer(RewardComponent(0.0, 1.0, reason), False, 0.0, submission)
+    check = compare(contract, task.reference_answer, submission.value)
+    correct, partial, reason = check.correct, check.partial, check.reason
+    if not correct and contract.kind == "text" and settings.llm_judge:
+        judged = judge_free_text(task, str(submission.value))
+        if judged is not None:
+            correct, reason = judged
+            partial = float(correct)
+    return _Answer(RewardComponent(partial, 1.0, reason), correct, partial, submission)
 
 
-def describe_atom(atom: tuple) -> str:
-    if atom[0] == "changed":
-        return f"{atom[1]} {atom[2]} set {atom[3]}={atom[4]}"
-    return f"{atom[1]} row {atom[0]} {atom[2][:80]}"
+@dataclass
+class _State:
+    component: RewardComponent
+    right: bool
 
 
-def state_component(task: TaskSpec, trajectory: Any, weights: RewardWeights) -> RewardComponent:
+def _state(task: TaskSpec, trajectory: Any) -> _State:
     expected_hash = task.expected_state_hash
     actual_hash = _get(trajectory, "final_state_hash")
+    comparison = compare_diffs(task.expected_diff, _get(trajectory, "state_diff"))
+    writes_requested = bool(comparison.expected)
+    weight = 1.0 if writes_requested else 0.0  # read-only tasks: no credit for doing nothing
     if expected_hash and actual_hash and expected_hash == actual_hash:
-        return RewardComponent(1.0, weights.state, "final state hash matches the gold run")
-    gold = diff_atoms(task.expected_diff)
-    made = diff_atoms(_get(trajectory, "state_diff"))
-    if not gold and not made:
-        if expected_hash and actual_hash:
-            return RewardComponent(
-                0.5, weights.state, "state hash differs but no row diff recorded"
-            )
-        return RewardComponent(1.0, weights.state, "no state changes, as in the gold run")
-    matched = gold & made
-    missing = sorted(gold - made)
-    extra = sorted(made - gold)
-    value = len(matched) / (len(gold) + len(extra))
-    parts = [f"{len(matched)}/{len(gold)} expected writes made"]
-    if missing:
-        parts.append(f"missing writes: {'; '.join(describe_atom(a) for a in missing[:3])}")
-    if extra:
-        parts.append(f"extra writes: {'; '.join(describe_atom(a) for a in extra[:3])}")
-    if not missing and not extra:
-        value = 0.9  # same row diff, different hash (a change the diff cannot see)
-        parts.append("row diff matches but the state hash differs")
-    return RewardComponent(
-        value, weights.state, "state differs from the gold run: " + ", ".join(parts)
-    )
+        return _State(RewardComponent(1.0, weight, "final state equals the gold run's"), True)
+    if comparison.same:  # surrogate ids and write order aside, the same rows
+        reason = (
+            "final state has the requested writes and nothing else"
+            if writes_requested
+            else "no writes, as the task asks"
+        )
+        return _State(RewardComponent(1.0, weight, reason), True)
+    if not writes_requested:
+        reason = (
+            f"the task changes nothing, but the run made {sum(comparison.extra.values())} writes"
+        )
+        return _State(RewardComponent(0.0, 0.0, reason), False)
+    reason = "final state differs from the gold run's: " + comparison.summary()
+    return _State(RewardComponent(comparison.credit, weight, reason), False)
 
 
-# --- format and efficiency ----------------------------------------------------------------
-
-
-def format_component(trajectory: Any, weights: RewardWeights) -> RewardComponent:
+def _format(trajectory: Any) -> RewardComponent:
     calls = tool_call_steps(trajectory)
-    bad = [
-        s for s in calls if _get(s, "tool_call") is None or _get(s, "error_kind") in MALFORMED_KINDS
-    ]
+    malformed = sum(
+        1 for s in calls if _get(s, "tool_call") is None or _get(s, "error_kind") in MALFORMED_KINDS
+    )
     finished = _get(trajectory, "finished_reason")
     total = len(calls) + (1 if finished == "format_error" else 0)
-    malformed = len(bad) + (1 if finished == "format_error" else 0)
+    malformed += 1 if finished == "format_error" else 0
     if total == 0:
-        return RewardComponent(1.0, weights.format, "no tool calls to check")
-    value = (total - malformed) / total
+        return RewardComponent(0.0, 0.0, "no tool calls")
     reason = f"{total - malformed}/{total} tool calls well-formed"
-    if finished == "format_error":
-        reason += " (episode ended on a format error)"
-    return RewardComponent(value, weights.format, reason)
+    return RewardComponent((total - malformed) / total, 0.0, reason)
 
 
-def efficiency_component(
-    task: TaskSpec, trajectory: Any, weights: RewardWeights, solved: bool
-) -> RewardComponent:
+def _efficiency(task: TaskSpec, trajectory: Any, solved: bool) -> RewardComponent:
     gold = len(task.gold_chain)
     used = len(tool_call_steps(trajectory))
-    if weights.efficiency_needs_success and not solved:
-        return RewardComponent(
-            0.0, weights.efficiency, f"no efficiency credit: task not solved ({used} calls)"
-        )
-    if used <= gold:
-        return RewardComponent(1.0, weights.efficiency, f"{used} tool calls, gold run uses {gold}")
-    return RewardComponent(
-        gold / used if used else 0.0, weights.efficiency, f"{used} tool calls, gold run uses {gold}"
-    )
+    if not solved:
+        return RewardComponent(0.0, 0.0, f"not solved ({used} calls)", applicable=False)
+    value = 1.0 if used <= gold or not used else gold / used
+    return RewardComponent(value, 0.0, f"{used} tool calls, gold run uses {gold}")
 
 
 # --- the reward ---------------------------------------------------------------------------
 
 
 def score(
-    task: TaskSpec | dict[str, Any], trajectory: Any, weights: RewardWeights | None = None
+    task: TaskSpec | dict[str, Any], trajectory: Any, settings: RewardSettings | None = None
 ) -> RewardBreakdown:
-    """Score a trajectory against a task's gold run; total in [0, 1] over applicable parts."""
+    """Score a trajectory against a task's gold run (see the module docstring)."""
     task = as_task(task)
-    weights = weights or RewardWeights()
-    answer = answer_component(task, trajectory, weights)
-    state = state_component(task, trajectory, weights)
-    solved = (not answer.applicable or answer.score >= 1.0) and state.score >= 1.0
+    settings = settings or RewardSettings()
+    answer = _answer(task, trajectory, settings)
+    state = _state(task, trajectory)
+    format_ = _format(trajectory)
+    valid_calls = valid_tool_calls(trajectory)
+    needs_calls = bool(task.gold_chain)
+    looked = valid_calls > 0 or not needs_calls
+    solved = looked and answer.correct and state.right
+    efficiency = _efficiency(task, trajectory, solved)
     components = {
-        "answer": answer,
-        "state": state,
-        "format": format_component(trajectory, weights),
-        "efficiency": efficiency_component(task, trajectory, weights, solved),
+        "answer": answer.component,
+        "state": state.component,
+        "format": format_,
+        "efficiency": efficiency,
     }
-    used = [c for c in components.values() if c.applicable and c.weight > 0]
-    weight = sum(c.weight for c in used)
-    total = sum(c.weight * c.score for c in used) / weight if weight else 0.0
-    return RewardBreakdown(total=round(min(1.0, max(0.0, total)), 6), components=components)
+    if solved:
+        total = 1.0 - settings.efficiency_penalty * (1.0 - efficiency.score)
+        gate = "solved: answer and final state right"
+    elif not looked:
+        total = 0.0
+        gate = "not solved: no valid tool call, so no credit"
+    else:
+        parts = [c for c in (answer.component, state.component) if c.applicable and c.weight]
+        weight = sum(c.weight for c in parts)
+        progress = sum(c.score * c.weight for c in parts) / weight if weight else 0.0
+        total = settings.partial_cap * progress * format_.score
+        wrong = [
+            name
+            for name, ok in (("answer", answer.correct), ("final state", state.right))
+            if not ok
+        ]
+        gate = f"not solved: {' and '.join(wrong)} wrong; partial credit only"
+    return RewardBreakdown(round(min(1.0, max(0.0, total)), 6), solved, components, gate)

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.answer_contract import answer_instruction, contract_for
 from tasks.synthesis.answers import project_answer
 from tasks.synthesis.arguments import sample_arguments, write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
@@ -399,6 +400,8 @@ class GraphTaskSynthesizer:
             written = llm_instruction(self.llm, template, steps)
             if written:
                 instruction, source = written, "llm"
+        contract = contract_for(reference, answer_spec, entity=last.entity)
+        instruction = f"{instruction}\n{answer_instruction(contract)}"
         self.stats.kept += 1
         return TaskSpec(
             kind="graph",
@@ -421,6 +424,7 @@ class GraphTaskSynthesizer:
             seed=seed,
             tools=offered,
             signature=signature,
+            answer_contract=contract.to_dict(),
             metadata={
                 "answer": answer_spec,
                 "instruction_source": source,

@@ -16,9 +16,11 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.answer_contract import answer_instruction, contract_for
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.task_spec import TaskSpec, canonical_signature
 from tasks.synthesis.tool_graph import ToolGraph, ToolNode, build_tool_graph, plural
+from tasks.verification import verification_program
 
 log = logging.getLogger(__name__)
 
@@ -437,15 +439,6 @@ class ProgramRun:
     error: str | None = None
 
 
-def verification_program(verification: str, answer: Any) -> str:
-    """The verification script plus an entry that feeds it the answer to check."""
-    return (
-        f"{verification}\n\n\ndef __check__(call):\n"
-        "    import json as _json\n\n"
-        f"    return bool(verify(_json.loads({json.dumps(answer)!r}), call))\n"
-    )
-
-
 def run_solution(pool, package, solution: str, verification: str | None) -> ProgramRun:
     """Run ``solve`` in a fresh episode, then ``verify`` on the state it left."""
     with pool.start_episode(package) as episode:
@@ -520,11 +513,13 @@ def programmatic_task_from_source(
         call["kind"] = view.tool_kinds.get(call["tool"], "read")
     used = list(dict.fromkeys(c["tool"] for c in first.calls))
     writes = sum(1 for c in first.calls if view.tool_kinds.get(c["tool"]) == "write")
+    answer_spec = {"shape": "list" if isinstance(first.answer, list) else "value"}
+    contract = contract_for(first.answer, answer_spec)
     task = TaskSpec(
         kind="programmatic",
         environment=view.name,
         environment_version=view.version,
-        instruction=instruction,
+        instruction=f"{instruction}\n{answer_instruction(contract)}",
         gold_chain=first.calls,
         reference_answer=first.answer,
         expected_state_hash=first.state_hash,
@@ -546,8 +541,9 @@ def programmatic_task_from_source(
             "template": template,
             "params": params or {},
             "instruction_source": source,
-            "answer": {"shape": "list" if isinstance(first.answer, list) else "value"},
+            "answer": answer_spec,
         },
+        answer_contract=contract.to_dict(),
     )
     return ProgramCheck(task, "kept")
 

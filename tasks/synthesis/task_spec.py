@@ -43,6 +43,8 @@ class TaskSpec:
     verification: str | None = None
     signature: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    answer_contract: dict[str, Any] = field(default_factory=dict)  # AnswerContract.to_dict()
+    audit: dict[str, Any] = field(default_factory=dict)  # VerifierAudit.to_dict()
 
     @property
     def task_id(self) -> str:
