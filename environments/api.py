@@ -95,6 +95,7 @@ class EnvironmentDetailSerializer(EnvironmentSerializer):
             "manifest",
             "provenance",
             "verification_report",
+            "task_audit",
             "package_path",
         ]
         read_only_fields = fields

@@ -395,7 +395,22 @@ def _tasks(request, environment: Environment) -> dict[str, Any]:
     for task in page.object_list:
         task.gold_json = _pretty(task.gold_chain)
         task.answer_json = _pretty(task.reference_answer)
-    return {"task_page": page, "split": split}
+    audit = environment.task_audit or {}
+    audited = int(audit.get("audited") or 0)
+    discarded = sorted((audit.get("discarded") or {}).items(), key=lambda item: -item[1])
+    return {
+        "task_page": page,
+        "split": split,
+        "audit": {
+            "audited": audited,
+            "kept": int(audit.get("kept") or 0),
+            "kept_percent": round(100 * int(audit.get("kept") or 0) / audited) if audited else 0,
+            "discarded": [
+                {"check": name, "count": count, "percent": round(100 * count / audited)}
+                for name, count in discarded
+            ],
+        },
+    }
 
 
 def _mcp(request, environment: Environment) -> dict[str, Any]:

@@ -37,6 +37,8 @@ class TaskSerializer(serializers.ModelSerializer):
             "seed",
             "round_number",
             "metadata",
+            "answer_contract",
+            "audit",
             "created_at",
         ]
         read_only_fields = fields

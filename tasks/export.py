@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tasks.answer_contract import task_contract
 from tasks.synthesis.task_spec import TaskSpec, as_task
 
 SYSTEM_PROMPT = (
     "You are an agent working in the {title} environment. Use the tools to complete the "
-    "user's task step by step. When you are done, reply with the final answer only (JSON for "
-    "lists and objects); reply 'done' when the task asks for no answer."
+    "user's task step by step. When you are done, call submit_answer or reply with a JSON block "
+    '{{"answer": ...}} in the shape the task asks for ({{"answer": null}} when it asks for none).'
 )
 
 
@@ -41,6 +42,8 @@ def task_features():
             "expected_diff": Json(),
             "difficulty": Json(),
             "answer_spec": Json(),
+            "answer_contract": Json(),
+            "audit": Json(),
             "seed": Value("int64"),
             "signature": Value("string"),
             "solution": Value("string"),
@@ -71,7 +74,7 @@ def _tool_schemas(task: TaskSpec, manifests: dict[str, dict[str, Any]]) -> list[
     manifest = manifests.get(task.environment, {})
     by_name = {t["function"]["name"]: t for t in manifest.get("tools", [])}
     names = task.tools or list(by_name)
-    return [by_name[n] for n in names if n in by_name]
+    return [by_name[n] for n in names if n in by_name] + [task_contract(task).tool_schema()]
 
 
 def _manifests(packages) -> dict[str, dict[str, Any]]:
@@ -109,6 +112,8 @@ def task_record(task: TaskSpec | dict[str, Any], manifests: dict[str, dict[str, 
         "expected_diff": task.expected_diff,
         "difficulty": task.difficulty,
         "answer_spec": (task.metadata or {}).get("answer"),
+        "answer_contract": task_contract(task).to_dict(),
+        "audit": task.audit or None,
         "seed": task.seed,
         "signature": task.signature,
         "solution": task.solution,

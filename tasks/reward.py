@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tasks.answer_contract import (
+    SUBMIT_ANSWER,
     Submission,
     compare,
     normalise_text,
@@ -88,11 +89,13 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def tool_call_steps(trajectory: Any) -> list[Any]:
-    """Steps that are (attempted) tool calls, well-formed or not."""
+    """Steps that are (attempted) environment tool calls, well-formed or not; submitting the
+    answer is not one (it looks nothing up and changes nothing)."""
     return [
         s
         for s in (_get(trajectory, "steps") or [])
-        if _get(s, "tool_call") is not None or _get(s, "raw_tool_call") is not None
+        if (_get(s, "tool_call") is not None or _get(s, "raw_tool_call") is not None)
+        and _get(_get(s, "tool_call") or {}, "name") != SUBMIT_ANSWER
     ]
 
 

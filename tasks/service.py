@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from django.db import transaction
 
 from environments.models import Environment
 from environments.package import load_package
 from environments.runtime import SandboxPool
+from tasks.audit import AuditSummary
 from tasks.models import Task
 from tasks.records import record_tasks
 from tasks.splits import SplitPolicy, arena_round_tasks
@@ -22,6 +26,14 @@ def _quiet(fraction: float, message: str = "") -> None:
     return None
 
 
+@dataclass
+class SynthesisBatch:
+    """Tasks that passed synthesis and the verifier audit, and the audit's account."""
+
+    specs: list[TaskSpec]
+    audit: AuditSummary
+
+
 def synthesize_specs(
     package: Any,
     pool: SandboxPool,
@@ -33,12 +45,13 @@ def synthesize_specs(
     write_steps: int = 0,
     seed: int = 0,
     progress: Progress = _quiet,
-) -> list[TaskSpec]:
-    """Verified task specs; graph walk lengths spread evenly over [min, max]."""
+) -> SynthesisBatch:
+    """Audited task specs; graph walk lengths spread evenly over [min, max]."""
     if kind == Task.Kind.PROGRAMMATIC:
-        specs = ProgrammaticTaskSynthesizer(package, pool).synthesize(count, seed=seed)
+        synthesizer = ProgrammaticTaskSynthesizer(package, pool)
+        specs = synthesizer.synthesize(count, seed=seed)
         progress(1.0, f"{len(specs)} programmatic tasks")
-        return specs
+        return SynthesisBatch(specs, synthesizer.auditor.summary)
     lengths = list(range(min_walk_length, max_walk_length + 1))
     specs: list[TaskSpec] = []
     with GraphTaskSynthesizer(package, pool) as synthesizer:
@@ -53,10 +66,22 @@ def synthesize_specs(
                 distractors=min(2 + length, 10),
             )
             specs.extend(synthesizer.synthesize(share, difficulty, seed=seed + 10_007 * index))
+            audit = synthesizer.auditor.summary
             progress(
-                (index + 1) / len(lengths), f"{len(specs)} graph tasks (walks up to {length} steps)"
+                (index + 1) / len(lengths),
+                f"{len(specs)} graph tasks (walks up to {length} steps); "
+                f"audit kept {audit.kept} of {audit.audited}",
             )
-    return specs
+        return SynthesisBatch(specs, synthesizer.auditor.summary)
+
+
+@transaction.atomic
+def record_audit(environment: Environment, summary: AuditSummary) -> None:
+    """Add a synthesis run's audit account to the environment's running totals."""
+    locked = Environment.objects.select_for_update().get(pk=environment.pk)
+    locked.task_audit = AuditSummary.from_dict(locked.task_audit).merge(summary).to_dict()
+    locked.save(update_fields=["task_audit"])
+    environment.task_audit = locked.task_audit
 
 
 def synthesize_tasks(
@@ -78,7 +103,7 @@ def synthesize_tasks(
     own_pool = pool is None
     pool = pool or SandboxPool(workers=1)
     try:
-        specs = synthesize_specs(
+        batch = synthesize_specs(
             package,
             pool,
             kind=kind,
@@ -92,10 +117,11 @@ def synthesize_tasks(
     finally:
         if own_pool:
             pool.close()
+    record_audit(environment, batch.audit)
     policy = SplitPolicy()
     return record_tasks(
         environment,
-        specs,
+        batch.specs,
         split=split,
         round_number=round_number,
         split_of=lambda s: policy.split_of(s.signature),
@@ -142,6 +168,7 @@ def fresh_arena_tasks(
         )
     finally:
         synthesizer.close()
+    record_audit(environment, synthesizer.auditor.summary)
     created = record_tasks(
         environment, round_tasks.tasks, split=Task.Split.ARENA, round_number=round_number
     )

@@ -64,7 +64,7 @@ def test_malformed_calls_are_recorded_and_the_policy_recovers(package, pool, ini
         missing_name_reply(),
         tool_call_reply("get_book", {"book_id": "four"}),  # schema violation
         tool_call_reply("get_book", {"book_id": 4}),
-        text_reply("Solaris"),
+        tool_call_reply("submit_answer", {"answer": "Solaris"}),  # the answer contract
     ]
     task = title_task(4, initial_hash)
     with ScriptedOpenAIServer(lambda body: script[len(server.requests) - 1]) as server:
@@ -78,18 +78,20 @@ def test_malformed_calls_are_recorded_and_the_policy_recovers(package, pool, ini
         (None, "format_error"),
         ("get_book", "invalid_arguments"),
         ("get_book", None),
-        (None, None),
+        ("submit_answer", None),
     ]
     assert "not valid JSON" in trajectory.steps[0].error
     assert trajectory.steps[0].raw_tool_call
     assert trajectory.steps[2].error == "tool call has no function name"
     assert trajectory.steps[4].tool_result["title"] == "Solaris"
     assert trajectory.finished_reason == "answer"
-    assert trajectory.final_answer == "Solaris"
+    assert json.loads(trajectory.final_answer) == {"answer": "Solaris"}
     assert trajectory.final_state_hash == initial_hash
     # The policy saw the tools, the system prompt listing them, and every tool result.
     first = server.requests[0]
     assert {t["function"]["name"] for t in first["tools"]} >= {"get_book", "place_order"}
+    submit = next(t for t in first["tools"] if t["function"]["name"] == "submit_answer")
+    assert submit["function"]["parameters"]["required"] == ["answer"]
     assert "get_book(book_id: integer)" in first["messages"][0]["content"]
     last = server.requests[-1]["messages"]
     assert json.loads(last[-1]["content"])["title"] == "Solaris"
@@ -136,7 +138,8 @@ def test_many_episodes_run_concurrently_and_keep_task_order(package, pool, initi
         messages = body["messages"]
         tool_messages = [m for m in messages if m["role"] == "tool"]
         if tool_messages:
-            return text_reply(json.loads(tool_messages[-1]["content"])["title"])
+            title = json.loads(tool_messages[-1]["content"])["title"]
+            return text_reply(f"The title is:\n```json\n{json.dumps({'answer': title})}\n```")
         book_id = int(messages[1]["content"].rstrip("?").split()[-1])
         return tool_call_reply("get_book", {"book_id": book_id})
 
@@ -144,7 +147,8 @@ def test_many_episodes_run_concurrently_and_keep_task_order(package, pool, initi
     with ScriptedOpenAIServer(answer_from_history) as server:
         policy = OpenAICompatiblePolicy(base_url=server.base_url)
         trajectories = rollout_many(policy, tasks, {"bookstore": package}, 4, pool)
-    assert [t.final_answer for t in trajectories] == [TITLES[i] for i in (1, 2, 3, 4, 1, 2)]
+    answers = [json.loads(t.final_answer.split("```json")[1].strip("`\n")) for t in trajectories]
+    assert answers == [{"answer": TITLES[i]} for i in (1, 2, 3, 4, 1, 2)]
     assert all(score(task, t).success for task, t in zip(tasks, trajectories, strict=True))
     assert trajectories[0].tokens_in == 20  # usage of two scripted turns is recorded
 

@@ -59,6 +59,7 @@ class GraphSynthesisStats:
     short: int = 0
     step_errors: int = 0
     calls: int = 0
+    audit_discarded: int = 0
 
 
 def _binding_value(step: dict[str, Any], field_name: str, rng: random.Random):
@@ -322,6 +323,7 @@ class GraphTaskSynthesizer:
         graph: ToolGraph | None = None,
         llm: Any = "auto",
         observe: bool = True,
+        audit: bool = True,
     ):
         self.package = package
         self.view = EnvironmentView(package)
@@ -338,6 +340,9 @@ class GraphTaskSynthesizer:
         self.stats = GraphSynthesisStats()
         self.seen: set[str] = set()
         self.walker = GraphWalker(self.view, self.graph, self.lease, self.stats)
+        from tasks.audit import VerifierAuditor  # the audit scores with tasks.reward
+
+        self.auditor = VerifierAuditor(package, pool, self.view, graph.nodes) if audit else None
 
     def close(self) -> None:
         self.lease.close()
@@ -374,7 +379,15 @@ class GraphTaskSynthesizer:
         if steps is None or len(steps) < difficulty.steps:
             self.stats.short += 1
             return None
-        return self._task_from_walk(steps, difficulty, seed, rng)
+        task = self._task_from_walk(steps, difficulty, seed, rng)
+        if task is not None and self.auditor is not None:
+            result = self.auditor.audit(task)
+            task.audit = result.to_dict()
+            if not result.passed:
+                self.stats.kept -= 1
+                self.stats.audit_discarded += 1
+                return None
+        return task
 
     def _task_from_walk(self, steps, difficulty: Difficulty, seed: int, rng) -> TaskSpec | None:
         nodes = self.graph.nodes

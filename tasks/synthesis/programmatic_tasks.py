@@ -551,7 +551,14 @@ def programmatic_task_from_source(
 class ProgrammaticTaskSynthesizer:
     """Template (and, when configured, LLM) programmatic tasks for one package."""
 
-    def __init__(self, package, pool, graph: ToolGraph | None = None, llm: Any = "auto"):
+    def __init__(
+        self,
+        package,
+        pool,
+        graph: ToolGraph | None = None,
+        llm: Any = "auto",
+        audit: bool = True,
+    ):
         self.package = package
         self.pool = pool
         self.view = EnvironmentView(package)
@@ -559,6 +566,9 @@ class ProgrammaticTaskSynthesizer:
             with pool.start_episode(package) as episode:
                 graph = build_tool_graph(self.view, episode)
         self.graph = graph
+        from tasks.audit import VerifierAuditor  # the audit scores with tasks.reward
+
+        self.auditor = VerifierAuditor(package, pool, self.view, graph.nodes) if audit else None
         self.shapes = find_shapes(self.view, graph)
         if llm == "auto":
             from aw_site.llm import llm_settings
@@ -577,6 +587,13 @@ class ProgrammaticTaskSynthesizer:
             self.dropped["duplicate"] = self.dropped.get("duplicate", 0) + 1
             return None
         self.seen.add(check.task.signature)
+        if self.auditor is not None:
+            result = self.auditor.audit(check.task)
+            check.task.audit = result.to_dict()
+            if not result.passed:
+                key = f"audit: {result.failed}"
+                self.dropped[key] = self.dropped.get(key, 0) + 1
+                return None
         return check.task
 
     def synthesize(self, count: int, seed: int = 0, distractors: int = 2) -> list[TaskSpec]:

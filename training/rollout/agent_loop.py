@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.answer_contract import task_contract
+from tasks.episode_outcome import finish_episode, is_submit_answer, submitted_answer_text
 from training.policies.base import Policy, PolicyTurn, assistant_message
 from training.rollout.prompts import (
     format_error_feedback,
@@ -83,7 +85,7 @@ async def run_episode_async(
     loop = asyncio.get_running_loop()
     manifest = package_manifest(package)
     task_id, environment, instruction = task_fields(task)
-    tools = list(manifest.get("tools", []))
+    tools = list(manifest.get("tools", [])) + [task_contract(task).tool_schema()]
     messages = initial_messages(manifest, instruction)
     trajectory = Trajectory(
         task_id=task_id,
@@ -95,8 +97,12 @@ async def run_episode_async(
     episode = await loop.run_in_executor(executor, pool.start_episode, package)
     try:
         await _play(policy, episode, trajectory, executor, settings)
-        trajectory.final_state_hash = await loop.run_in_executor(executor, episode.state_hash)
-        trajectory.state_diff = await loop.run_in_executor(executor, episode.state_diff)
+        outcome = await loop.run_in_executor(
+            executor, finish_episode, task, episode, trajectory.final_answer
+        )
+        trajectory.final_state_hash = outcome.final_state_hash
+        trajectory.state_diff = outcome.state_diff
+        trajectory.verification = outcome.verification
     finally:
         await loop.run_in_executor(executor, episode.close)
     trajectory.duration_ms = (time.perf_counter() - started) * 1000
@@ -151,6 +157,17 @@ async def _play(
         call_ids = [f"call_{uuid.uuid4().hex[:12]}" for _ in turn.tool_calls]
         messages.append(assistant_message(turn, call_ids))
         for position, (call, call_id) in enumerate(zip(turn.tool_calls, call_ids, strict=True)):
+            if is_submit_answer(call.name):  # the answer contract: ends the episode, no sandbox
+                trajectory.add_step(
+                    "assistant",
+                    content=turn.content if position == 0 else "",
+                    tool_call={"name": call.name, "arguments": call.arguments},
+                    raw_tool_call=call.raw,
+                    tokens=turn.tokens_out if position == 0 else 0,
+                )
+                trajectory.final_answer = submitted_answer_text(call.arguments)
+                trajectory.finished_reason = "answer"
+                return
             result = await loop.run_in_executor(
                 executor, episode.call_tool, call.name, call.arguments
             )

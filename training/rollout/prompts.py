@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 AGENT_RULES = (
-    "You are an agent acting in a tool environment. Call tools to gather what you need, then "
-    "reply with the final answer and no tool call. Call one tool at a time, with arguments that "
-    "match its parameters exactly."
+    "You are an agent acting in a tool environment. Call tools to gather what you need and to "
+    "make the changes asked, then give the final answer: call submit_answer, or reply with no "
+    'tool call and a JSON block {"answer": ...} in the shape the task asks for. Call one tool '
+    "at a time, with arguments that match its parameters exactly."
 )
 
 
@@ -62,7 +63,6 @@ def render_tool_result(
 
 
 def answer_text(reference_answer: Any) -> str:
-    """A reference answer written as the final assistant message."""
-    if isinstance(reference_answer, str):
-        return reference_answer
-    return json.dumps(reference_answer, ensure_ascii=False, default=str)
+    """A reference answer written as the final assistant message: the answer contract's
+    final JSON block, which the reward reads like a submit_answer call."""
+    return json.dumps({"answer": reference_answer}, ensure_ascii=False, default=str)

@@ -1,0 +1,154 @@
+"""The verifier audit: every task's reward passes its gold run and fails the corrupted runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from environments.runtime import SandboxPool, load_package
+from tasks.answer_contract import AnswerContract
+from tasks.audit import CHECKS, AuditSummary, VerifierAuditor, hedged_answer, wrong_answer
+from tasks.synthesis.environment_view import EnvironmentView
+from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer
+from tasks.synthesis.programmatic_tasks import (
+    ProgrammaticTaskSynthesizer,
+    programmatic_task_from_source,
+)
+from tasks.synthesis.tool_graph import build_tool_graph
+from tests.support.sample_package import build_sample_package
+
+HERBERT_TOTAL = """
+def solve(call):
+    total = 0
+    for book in call("list_books_by_author", author_name="Frank Herbert"):
+        total += call("get_book", book_id=book["id"])["price"]
+    return round(total, 2)
+"""
+
+ACCEPT_ANYTHING = """
+def verify(answer, call):
+    return True
+"""
+
+CHECK_TOTAL = """
+def verify(answer, call):
+    books = call("list_books_by_author", author_name="Frank Herbert")
+    return abs(answer - sum(call("get_book", book_id=b["id"])["price"] for b in books)) < 0.01
+"""
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(workers=1, recycle_after_program=False) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def bookstore(tmp_path_factory):
+    return load_package(build_sample_package(tmp_path_factory.mktemp("pkg")))
+
+
+@pytest.fixture(scope="module")
+def graph_tasks(bookstore, pool):
+    with GraphTaskSynthesizer(bookstore, pool, llm=None) as synthesizer:
+        tasks = synthesizer.synthesize(4, Difficulty(steps=2), seed=3)
+        tasks += synthesizer.synthesize(4, Difficulty(steps=3, writes=1), seed=5)
+        return tasks, synthesizer.auditor.summary, synthesizer.stats
+
+
+@pytest.fixture(scope="module")
+def auditor(bookstore, pool):
+    view = EnvironmentView(bookstore)
+    with pool.start_episode(bookstore) as episode:
+        graph = build_tool_graph(view, episode)
+    return VerifierAuditor(bookstore, pool, view, graph.nodes)
+
+
+def checks_of(task) -> dict[str, dict]:
+    return {c["name"]: c for c in task.audit["checks"]}
+
+
+def test_every_synthesized_graph_task_carries_a_passed_audit(graph_tasks):
+    tasks, summary, stats = graph_tasks
+    assert len(tasks) >= 6
+    assert summary.audited == len(tasks) + stats.audit_discarded
+    assert summary.kept == len(tasks)
+    for task in tasks:
+        checks = checks_of(task)
+        assert task.audit["passed"] and set(checks) == set(CHECKS)
+        assert checks["gold"]["total"] == 1.0
+        assert checks["no_op"]["applicable"] and checks["no_op"]["total"] == 0.0
+        for check in checks.values():
+            if check["applicable"] and check["name"] != "gold":
+                assert not check["solved"] and check["total"] <= 0.2
+
+
+def test_write_tasks_face_the_dropped_write_and_the_extra_write(graph_tasks):
+    writes = [t for t in graph_tasks[0] if t.expected_diff]
+    assert writes
+    for task in writes:
+        checks = checks_of(task)
+        assert checks["dropped_write"]["applicable"] and checks["dropped_write"]["passed"]
+        assert checks["extra_write"]["applicable"] and checks["extra_write"]["passed"]
+
+
+def test_read_tasks_face_a_perturbed_argument_wrong_and_hedged_answers(graph_tasks):
+    reads = [t for t in graph_tasks[0] if not t.expected_diff]
+    assert reads
+    applied = {name for t in reads for name, c in checks_of(t).items() if c["applicable"]}
+    assert {"perturbed_argument", "wrong_answer", "hedged_answer", "extra_write"} <= applied
+
+
+def test_a_task_whose_expected_state_is_wrong_is_discarded(graph_tasks, auditor):
+    task = next(t for t in graph_tasks[0] if t.expected_diff)
+    corrupted = dataclasses.replace(task, expected_diff={}, expected_state_hash="nothing")
+    audit = auditor.audit(corrupted)
+    assert not audit.passed and audit.failed == "gold"
+
+
+def test_a_task_whose_reference_answer_is_wrong_is_discarded(graph_tasks, auditor):
+    task = next(t for t in graph_tasks[0] if t.reference_answer is not None)
+    contract = AnswerContract.from_dict(task.answer_contract)
+    corrupted = dataclasses.replace(
+        task, reference_answer=wrong_answer(contract, task.reference_answer)
+    )
+    assert auditor.audit(corrupted).failed == "gold"
+
+
+def test_a_verification_script_that_accepts_anything_is_caught(bookstore, pool, auditor):
+    check = programmatic_task_from_source(
+        pool, bookstore, "Total price of Frank Herbert's books?", HERBERT_TOTAL, ACCEPT_ANYTHING
+    )
+    audit = auditor.audit(check.task)
+    assert not audit.passed and audit.failed == "wrong_answer"
+    sound = programmatic_task_from_source(
+        pool, bookstore, "Total price of Frank Herbert's books?", HERBERT_TOTAL, CHECK_TOTAL
+    )
+    assert auditor.audit(sound.task).passed
+
+
+def test_programmatic_synthesis_keeps_only_audited_tasks(bookstore, pool):
+    synthesizer = ProgrammaticTaskSynthesizer(bookstore, pool, llm=None)
+    tasks = synthesizer.synthesize(6, seed=0)
+    assert tasks and all(t.audit["passed"] for t in tasks)
+    assert synthesizer.auditor.summary.kept == len(tasks)
+
+
+def test_wrong_and_hedged_answers_keep_the_contract_shape():
+    number = AnswerContract("scalar", "integer")
+    assert wrong_answer(number, 4) == 5 and hedged_answer(number, 4) == [4, 5]
+    names = AnswerContract("list", "string")
+    assert wrong_answer(names, ["a", "b"]) == ["a"]
+    assert hedged_answer(names, ["a", "b"]) == ["a", "b", "a (other)"]
+
+
+def test_summaries_add_up():
+    first = AuditSummary(3, 2, {"gold": 1}, {"gold": 3})
+    second = AuditSummary(2, 1, {"gold": 1}, {"gold": 2})
+    assert first.merge(second).to_dict() == {
+        "audited": 5,
+        "kept": 3,
+        "discarded": {"gold": 2},
+        "checks_applied": {"gold": 5},
+    }
