@@ -7,7 +7,9 @@ Where things happen:
 - sandbox_worker.py  the worker process: runs tool code and programs on the episode's db
 - sandbox_guard.py   what confines the worker (limits, no network, audit hook)
 - landlock.py        the kernel's file, exec and TCP boundary for the worker (Linux Landlock)
-- state.py           state hash and the row-level state diff (run inside the worker)
+- state.py           state hash and the row-level state diff (full reference versions)
+- change_tracking.py the incremental hash and diff of an episode, from the rows its tools
+                     touched (TEMP triggers; run inside the worker)
 - schema_check.py    argument validation against the tool's JSON schema
 - docker_backend.py  the same workers in Docker containers
 """

@@ -114,11 +114,13 @@ class Episode:
         return self.pool.run_program(self, source, entry, timeout)
 
     def state_hash(self) -> str:
-        """Canonical, order-independent sha256 of this episode's tables."""
+        """Canonical, order-independent sha256 of this episode's tables (the worker computes it
+        from the rows the episode touched; equal to state.state_hash of its database)."""
         return self._query("hash")
 
     def state_diff(self) -> dict[str, dict[str, list[Any]]]:
-        """Row-level changes since the episode started (made in the worker, see state.py)."""
+        """Row-level changes since the episode started (made in the worker from the touched
+        rows, see change_tracking.py; equal to state.state_diff)."""
         return self._query("diff")
 
     def reset(self) -> None:

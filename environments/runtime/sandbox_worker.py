@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import change_tracking  # noqa: E402
 import landlock  # noqa: E402
 import sandbox_guard  # noqa: E402
-import state as episode_state  # noqa: E402
 
 sys.path.pop(0)
 
@@ -71,8 +71,11 @@ class EpisodeConnection(sqlite3.Connection):
         raise sandbox_guard.SandboxViolation("changing SQLite limits is not allowed")
 
 
-def _authorize(action: int, *args: Any) -> int:
+def _authorize(action: int, arg1: Any, arg2: Any, database: Any, trigger: Any) -> int:
+    """Deny ATTACH/DETACH and anything that would tamper with the episode's change tracking."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if change_tracking.refuses(action, arg1, arg2, trigger):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 
@@ -87,12 +90,14 @@ class LoadedPackage:
     state_path: str
     initial: sqlite3.Connection
     in_memory: bool
+    initial_state: change_tracking.InitialState
 
 
 @dataclass
 class HostedEpisode:
     package: LoadedPackage
     db: sqlite3.Connection
+    tracker: change_tracking.Tracker
     directory: str | None = None
     calls: list = field(default_factory=list)
 
@@ -157,6 +162,7 @@ class Worker:
             state_path=state_path,
             initial=initial,
             in_memory=in_memory,
+            initial_state=change_tracking.InitialState(initial),
         )
         return '{"ok": true}'
 
@@ -175,8 +181,9 @@ class Worker:
             db = sqlite3.connect(path, factory=EpisodeConnection)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA foreign_keys = ON")
+        tracker = change_tracking.Tracker(package.initial_state, db)  # before the authorizer
         db.confine(self._past_deadline)
-        self.episodes[episode_id] = HostedEpisode(package, db, directory)
+        self.episodes[episode_id] = HostedEpisode(package, db, tracker, directory)
         return '{"ok": true}'
 
     def op_close(self, request: dict[str, Any]) -> str:
@@ -227,12 +234,14 @@ class Worker:
         return json.dumps(reply, default=str)
 
     def op_hash(self, request: dict[str, Any]) -> str:
+        """The episode's state hash from the rows its tools touched (change_tracking.py)."""
         episode = self.episodes[request["episode"]]
-        return json.dumps({"ok": True, "result": episode_state.state_hash(episode.db)})
+        return json.dumps({"ok": True, "result": episode.tracker.state_hash()})
 
     def op_diff(self, request: dict[str, Any]) -> str:
+        """The episode's row diff from the rows its tools touched (change_tracking.py)."""
         episode = self.episodes[request["episode"]]
-        diff = episode_state.state_diff(episode.package.initial, episode.db)
+        diff = episode.tracker.state_diff()
         return json.dumps({"ok": True, "result": diff}, default=_jsonable, ensure_ascii=False)
 
     # -- running tool code --------------------------------------------------------------------
@@ -246,6 +255,7 @@ class Worker:
         if problem:
             raise ToolCallError(f"invalid arguments for {name}: {problem}", "invalid_arguments")
         violations_before = len(self.violations)
+        changes_before = episode.db.total_changes
         try:
             result = self._to_json(tool(episode.db, **args))
             if len(self.violations) > violations_before:
@@ -254,6 +264,7 @@ class Worker:
             return result
         except BaseException:
             _rollback(episode.db)
+            episode.tracker.discount(changes_before)
             if len(self.violations) > violations_before:
                 raise ToolCallError(self.violations[-1], "sandbox_violation") from None
             raise
