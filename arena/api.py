@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
 from aw_site.roles import REVIEWER
-from tasks.privacy import may_see_answers, public_evidence, public_report_analysis, request_user
+from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
 from training.models import Policy
 
 
@@ -76,7 +76,12 @@ class DiagnosisReportSerializer(serializers.ModelSerializer):
         # A diagnosis is about arena tasks: viewers get the analysis without quoted gold data.
         data = super().to_representation(instance)
         if not may_see_answers(request_user(self.context)):
-            data["analysis"] = public_report_analysis(instance)
+            known = self.context.setdefault("public_analyses", {})
+            if instance.pk not in known:  # a list page is redacted at once, not row by row
+                page = getattr(self.parent, "instance", None)
+                reports = [instance] if page is None or isinstance(page, DiagnosisReport) else page
+                known.update(public_report_analyses(reports))
+            data["analysis"] = known[instance.pk]
         return data
 
 

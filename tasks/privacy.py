@@ -208,32 +208,51 @@ def public_analysis(text: str, tasks: Iterable[Any]) -> str:
     return mask_secrets("\n".join(lines), gold_secrets(tasks))
 
 
-def diagnosed_tasks(report: Any) -> list[Any]:
-    """The evaluation tasks a diagnosis report is about (its round's evaluated episodes)."""
+def public_report_analyses(reports: Iterable[Any]) -> dict[int, str]:
+    """``public_analysis`` of several diagnosis reports by id, in three queries in all.
+
+    A report is about its round's evaluated episodes and the trajectories it labelled; the
+    gold values of their evaluation tasks are the ones masked.
+    """
     from arena.models import FailureLabel
     from tasks.models import Task
     from training.models import Trajectory
 
-    ids = set(
-        Trajectory.objects.filter(evaluations__round_id=report.round_id).values_list(
-            "task_id", flat=True
+    reports = list(reports)
+    task_ids: dict[int, set[int]] = {report.pk: set() for report in reports}
+    by_round: dict[int, list[int]] = {}
+    for report in reports:
+        by_round.setdefault(report.round_id, []).append(report.pk)
+    evaluated = Trajectory.objects.filter(evaluations__round_id__in=list(by_round)).values_list(
+        "evaluations__round_id", "task_id"
+    )
+    for round_id, task_id in evaluated:
+        for report_id in by_round.get(round_id, []):
+            task_ids[report_id].add(task_id)
+    labelled = FailureLabel.objects.filter(report_id__in=list(task_ids)).values_list(
+        "report_id", "trajectory__task_id"
+    )
+    for report_id, task_id in labelled:
+        task_ids[report_id].add(task_id)
+    tasks = Task.objects.filter(
+        pk__in=set().union(*task_ids.values()), split__in=EVALUATION_SPLITS
+    ).only(
+        "id",
+        "split",
+        "reference_answer",
+        "gold_chain",
+        "expected_diff",
+        "expected_state_hash",
+        "metadata",
+    )
+    tasks_by_id = {task.pk: task for task in tasks}
+    return {
+        report.pk: public_analysis(
+            report.analysis, [tasks_by_id[t] for t in task_ids[report.pk] if t in tasks_by_id]
         )
-    )
-    ids |= set(
-        FailureLabel.objects.filter(report=report).values_list("trajectory__task_id", flat=True)
-    )
-    return list(
-        Task.objects.filter(pk__in=ids, split__in=EVALUATION_SPLITS).only(
-            "id",
-            "split",
-            "reference_answer",
-            "gold_chain",
-            "expected_diff",
-            "expected_state_hash",
-            "metadata",
-        )
-    )
+        for report in reports
+    }
 
 
 def public_report_analysis(report: Any) -> str:
-    return public_analysis(report.analysis, diagnosed_tasks(report))
+    return public_report_analyses([report])[report.pk]
