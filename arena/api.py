@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
 from aw_site.roles import REVIEWER
+from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
 from training.models import Policy
 
 
@@ -71,6 +72,18 @@ class DiagnosisReportSerializer(serializers.ModelSerializer):
         model = DiagnosisReport
         fields = ["id", "round", "evaluation", "distribution", "weakest", "analysis", "created_at"]
 
+    def to_representation(self, instance):
+        # A diagnosis is about arena tasks: viewers get the analysis without quoted gold data.
+        data = super().to_representation(instance)
+        if not may_see_answers(request_user(self.context)):
+            known = self.context.setdefault("public_analyses", {})
+            if instance.pk not in known:  # a list page is redacted at once, not row by row
+                page = getattr(self.parent, "instance", None)
+                reports = [instance] if page is None or isinstance(page, DiagnosisReport) else page
+                known.update(public_report_analyses(reports))
+            data["analysis"] = known[instance.pk]
+        return data
+
 
 class ExpansionProposalSerializer(serializers.ModelSerializer):
     reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -96,6 +109,13 @@ class ExpansionProposalSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance):
+        # Evidence examples quote label explanations (answers, gold arguments): reviewers only.
+        data = super().to_representation(instance)
+        if not may_see_answers(request_user(self.context)):
+            data["evidence"] = public_evidence(instance.evidence)
+        return data
 
 
 class ReviewSerializer(serializers.Serializer):
@@ -160,7 +180,7 @@ class ExpansionProposalViewSet(viewsets.ReadOnlyModelViewSet):
             review_proposal(
                 proposal, request.user, approve=approve, note=payload.validated_data["note"]
             )
-        return Response(ExpansionProposalSerializer(proposal).data)
+        return Response(self.get_serializer(proposal).data)
 
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):

@@ -20,6 +20,7 @@ from arena.models import DiagnosisReport, EvolutionRound, ExpansionProposal
 from aw_site import charts
 from aw_site.roles import REVIEWER
 from aw_site.views import JOB_POLL, console_action, console_page
+from tasks.privacy import may_see_answers, public_evidence, public_report_analysis
 from training.models import Policy
 
 TERMINAL = (EvolutionRound.Status.DONE, EvolutionRound.Status.FAILED)
@@ -174,8 +175,14 @@ def round_detail(request, number: int):
             "environment", "category", "reviewer", "applied_job"
         )
     )
+    # A diagnosis is about arena tasks: viewers get the analysis and proposal evidence without
+    # the label explanations and gold values they quote (tasks.privacy).
+    answers_visible = may_see_answers(request.user)
     for proposal in proposals:
-        _decorate_proposal(proposal)
+        _decorate_proposal(proposal, answers_visible)
+    analysis = ""
+    if report is not None:
+        analysis = report.analysis if answers_visible else public_report_analysis(report)
     history = list(EvolutionRound.objects.filter(number__lte=number).only("number", "scores"))
     context = {
         "round": evolution_round,
@@ -183,6 +190,7 @@ def round_detail(request, number: int):
         "live": _round_live(evolution_round),
         "job_poll": JOB_POLL,
         "report": report,
+        "analysis": analysis,
         "evaluation": evaluation,
         "proposals": proposals,
         "pending_count": sum(1 for p in proposals if p.status == ExpansionProposal.Status.PENDING),
@@ -259,9 +267,11 @@ def start_round_view(request):
     return redirect("round-detail", number=evolution_round.number)
 
 
-def _decorate_proposal(proposal: ExpansionProposal) -> ExpansionProposal:
+def _decorate_proposal(proposal: ExpansionProposal, answers_visible: bool) -> ExpansionProposal:
     proposal.params_json = _pretty(proposal.params)
-    proposal.evidence_json = _pretty(proposal.evidence)
+    proposal.evidence_json = _pretty(
+        proposal.evidence if answers_visible else public_evidence(proposal.evidence)
+    )
     proposal.result_json = _pretty(proposal.result)
     proposal.is_pending = proposal.status == ExpansionProposal.Status.PENDING
     return proposal
@@ -292,7 +302,10 @@ def review_proposal_view(request, pk: int):
         pk=pk,
     )
     if request.htmx:
-        context = {"proposal": _decorate_proposal(proposal), "review_error": error}
+        context = {
+            "proposal": _decorate_proposal(proposal, may_see_answers(request.user)),
+            "review_error": error,
+        }
         return render(request, "arena/_proposal.html", context)
     if error:
         messages.error(request, f"Proposal #{pk}: {error}")

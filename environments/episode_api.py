@@ -12,6 +12,7 @@ from aw_site.roles import VIEWER
 from environments.episode_service import EpisodeLimitReached, EpisodeNotFound, episode_service
 from environments.models import Environment
 from tasks.models import Task
+from tasks.privacy import agent_reward
 
 
 class CreateEpisodeSerializer(serializers.Serializer):
@@ -56,7 +57,10 @@ def _live(key: str, request):
 
 
 class EpisodeCollection(EpisodeView):
-    """POST: start an episode of an environment (optionally for a task): its own state copy."""
+    """POST: start an episode of an environment (optionally for a task): its own state copy.
+
+    The response carries the task's instruction and the tools, never its gold data.
+    """
 
     def post(self, request):
         payload = CreateEpisodeSerializer(data=request.data)
@@ -137,7 +141,9 @@ class EpisodeFinish(EpisodeView):
                 "state_diff": diff,
                 "finished_reason": "answer",
             }
-            body["reward"] = score(spec_from_task(task), trajectory).to_dict()
+            # Reasons may quote the reference ("expected 1234, got ..."): the agent side gets
+            # the component scores, total and success only, whatever the caller's role.
+            body["reward"] = agent_reward(score(spec_from_task(task), trajectory).to_dict())
         episode_service().close(key, request.user.pk)
         return Response(body)
 

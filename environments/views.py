@@ -391,10 +391,9 @@ def _tasks(request, environment: Environment) -> dict[str, Any]:
     split = request.GET.get("split", "")
     if split:
         tasks = tasks.filter(split=split)
+    # The table lists instruction and counts only: gold data stays on the task page, which
+    # hides it from viewers on evaluation tasks.
     page = page_of(request, tasks, TASKS_PER_PAGE)
-    for task in page.object_list:
-        task.gold_json = _pretty(task.gold_chain)
-        task.answer_json = _pretty(task.reference_answer)
     audit = environment.task_audit or {}
     audited = int(audit.get("audited") or 0)
     discarded = sorted((audit.get("discarded") or {}).items(), key=lambda item: -item[1])

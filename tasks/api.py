@@ -11,10 +11,18 @@ from aw_site.jobs import enqueue
 from aw_site.jobs_api import JobSerializer
 from environments.models import Environment
 from tasks.models import Task
+from tasks.privacy import GOLD_FIELDS, hides_answers, public_metadata, request_user
+
+_HIDDEN_HELP = "null for viewers on evaluation (arena, held-out) tasks: reviewers only"
 
 
 class TaskSerializer(serializers.ModelSerializer):
+    """A task; a viewer gets null gold fields and reduced metadata on evaluation tasks."""
+
     environment_name = serializers.CharField(source="environment.name", read_only=True)
+    answers_hidden = serializers.SerializerMethodField(
+        help_text="True when the gold fields are withheld from you (evaluation task, viewer)"
+    )
 
     class Meta:
         model = Task
@@ -39,9 +47,23 @@ class TaskSerializer(serializers.ModelSerializer):
             "metadata",
             "answer_contract",
             "audit",
+            "answers_hidden",
             "created_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            name: {"allow_null": True, "help_text": _HIDDEN_HELP} for name in GOLD_FIELDS
+        }
+
+    def get_answers_hidden(self, obj) -> bool:
+        return hides_answers(request_user(self.context), obj)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if data["answers_hidden"]:
+            data.update(dict.fromkeys(GOLD_FIELDS))
+            data["metadata"] = public_metadata(instance.metadata)
+        return data
 
 
 class SynthesizeTasksSerializer(serializers.Serializer):

@@ -9,6 +9,8 @@ from environments.models import Environment
 
 
 class Task(models.Model):
+    """A task; the gold data of evaluation tasks (see ``answers_hidden``) is for reviewers."""
+
     class Kind(models.TextChoices):
         GRAPH = "graph"
         PROGRAMMATIC = "programmatic"
@@ -63,5 +65,16 @@ class Task(models.Model):
         return f"{self.kind} task #{self.pk} in {self.environment}"
 
     @property
+    def answers_hidden(self) -> bool:
+        """An evaluation task (arena or held-out): only reviewers and admins see its gold data.
+
+        The role check lives in ``tasks.privacy``; this says only which tasks it applies to.
+        """
+        return self.split in EVALUATION_SPLITS
+
+    @property
     def gold_length(self) -> int:
         return len(self.gold_chain) if self.gold_chain else 0
+
+
+EVALUATION_SPLITS = frozenset({Task.Split.ARENA.value, Task.Split.HELDOUT.value})

@@ -165,6 +165,7 @@ def test_mcp_tab_explains_both_transports(signed_in, bookstore):
 
 @pytest.mark.django_db
 def test_task_detail_page(signed_in, bookstore):
-    task = factories.make_task(bookstore)
+    # A train task: a viewer sees its gold chain (evaluation tasks hide it from viewers).
+    task = factories.make_task(bookstore, split="train")
     body = signed_in.get(reverse("task-detail", args=[task.pk])).content.decode()
     assert "Gold chain" in body and "place_order" in body

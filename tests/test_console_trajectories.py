@@ -49,9 +49,12 @@ def test_list_shows_labels_and_offers_filter_choices(signed_in, scene):
 
 
 @pytest.mark.django_db
-def test_replay_shows_each_step_gold_chain_reward_and_labels(signed_in, scene):
+def test_replay_shows_each_step_gold_chain_reward_and_labels(client, reviewer, scene):
+    # The scene's task is an arena task: its gold chain and reward reasons are for reviewers
+    # (a viewer's replay hides them: tests/test_arena_answer_privacy.py).
+    client.force_login(reviewer)
     trajectory = scene["failed"]
-    response = signed_in.get(reverse("trajectory-detail", args=[trajectory.pk]))
+    response = client.get(reverse("trajectory-detail", args=[trajectory.pk]))
     body = response.content.decode()
     assert response.status_code == 200
     for index in (1, 2, 3):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import django_filters
 from django.apps import apps
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Exists, F, OuterRef, Prefetch
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from aw_site.jobs import enqueue
 from environments.models import Environment
+from tasks.privacy import hides_answers, public_reward, request_user
 from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
 
 
@@ -126,6 +127,8 @@ class StepSerializer(serializers.ModelSerializer):
 
 
 class TrajectorySerializer(serializers.ModelSerializer):
+    """A trajectory; on evaluation tasks a viewer gets the reward's scores without reasons."""
+
     labels = serializers.SerializerMethodField()
 
     class Meta:
@@ -151,6 +154,13 @@ class TrajectorySerializer(serializers.ModelSerializer):
 
     def get_labels(self, obj) -> list[str]:
         return sorted({label.label for label in obj.failure_labels.all()})
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        split = getattr(instance, "task_split", None) or instance.task.split
+        if hides_answers(request_user(self.context), split):
+            data["reward"] = public_reward(instance.reward)
+        return data
 
 
 class TrajectoryDetailSerializer(TrajectorySerializer):
@@ -225,8 +235,11 @@ class TrajectoryFilter(django_filters.FilterSet):
 
 
 class TrajectoryViewSet(viewsets.ReadOnlyModelViewSet):
-    # The serializer shows task, environment and policy as ids: no joins needed.
-    queryset = Trajectory.objects.prefetch_related("failure_labels")
+    # The serializer shows task, environment and policy as ids; the task's split (one join)
+    # decides whether a viewer sees the reward reasons.
+    queryset = Trajectory.objects.prefetch_related("failure_labels").annotate(
+        task_split=F("task__split")
+    )
     filterset_class = TrajectoryFilter
     ordering_fields = ["created_at", "total_reward"]
 

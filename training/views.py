@@ -12,6 +12,7 @@ from django.utils.safestring import mark_safe
 from aw_site import charts
 from aw_site.views import console_page, page_of
 from environments.models import Environment
+from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import TrainingMetric, TrainingRun, Trajectory
 
 TRAJECTORIES_PER_PAGE = 40
@@ -143,21 +144,29 @@ def trajectory_detail(request, pk: int):
         step.result_json = _pretty(step.tool_result)
         step.diff_json = _pretty(step.state_diff)
     task = trajectory.task
-    gold_chain = task.gold_chain if isinstance(task.gold_chain, list) else []
+    # Evaluation tasks: a viewer sees no gold chain, answer or solution, no reward reasons and
+    # only the kind and steps of each label (their explanations quote the gold data).
+    hidden = hides_answers(request.user, task)
+    gold_chain = [] if hidden or not isinstance(task.gold_chain, list) else task.gold_chain
     for link in gold_chain:
         if isinstance(link, dict):
             link["arguments_json"] = _pretty(link.get("arguments"))
     called = [s.tool_name for s in steps if s.tool_name]
     labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
     for label in labels:
-        label.evidence_json = _pretty(label.evidence)
+        label.evidence_json = _pretty(
+            public_label_evidence(label.evidence) if hidden else label.evidence
+        )
+    reward = public_reward(trajectory.reward) if hidden else trajectory.reward
     context = {
         "trajectory": trajectory,
         "task": task,
+        "answers_hidden": hidden,
+        "hidden_note": HIDDEN_NOTE,
         "steps": steps,
         "gold_chain": [g for g in gold_chain if isinstance(g, dict)],
         "called_tools": called,
-        "reward": reward_breakdown(trajectory.reward, trajectory.total_reward),
+        "reward": reward_breakdown(reward, trajectory.total_reward),
         "labels": labels,
         "final_diff_json": _pretty(trajectory.state_diff),
         "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),

@@ -1,0 +1,456 @@
+"""The gold data of evaluation tasks (arena, held-out) is for reviewers and admins only.
+
+Every API endpoint (enumerated from the router registry: list, each row's detail, every GET
+action) and every console page (enumerated from the console URL conf) is read as a viewer, and
+the bodies must not contain any of the sentinel values planted in the gold data of an arena
+and a held-out task: reference answers, gold-chain arguments and results, expected diff rows,
+solutions, verification scripts, expected state hashes, and reward reasons, label evidence,
+proposal evidence and a written diagnosis that quote them. A new serializer or page that
+shows them fails here without editing this file (a new console page must be listed below).
+Reviewers and admins still see them on the task detail; a train task's answer stays public.
+The episode API (the agent side) returns none of them to anyone.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, reverse
+
+from arena.models import FailureLabel
+from aw_site import console_urls
+from aw_site.api_urls import router
+from environments.episode_service import episode_service
+from environments.registry import record_package
+from environments.views import TABS
+from tasks.models import Task
+from tasks.privacy import HIDDEN_NOTE
+from tests.conftest import token_client
+from tests.support import factories
+from tests.support.sample_package import build_sample_package
+from training.models import Trajectory
+
+pytestmark = pytest.mark.django_db
+
+# Planted in the gold data of the arena and held-out tasks (suffixed with the split).
+SECRETS = {
+    "reference_answer": "ZEBRA-7731",
+    "gold_argument": "QUOKKA-4412",
+    "gold_result": "AXOLOTL-3307",
+    "expected_diff_row": "NARWHAL-5590",
+    "solution": "OCELOT-2218",
+    "verification_script": "PANGOLIN-9043",
+    "template_param": "IBEX-6650",
+    "expected_state_hash": "7731beef7731beef",  # the start of both tasks' hashes
+}
+TRAIN_ANSWER = "TRAIN-ANSWER-1188"
+TRAIN_ARGUMENT = "TRAIN-ARGUMENT-2299"
+
+
+def gold_fields(tag: str, *, state_hash: str) -> dict:
+    s = {k: f"{v}-{tag}" for k, v in SECRETS.items() if k != "expected_state_hash"}
+    return {
+        "instruction": f"Find the code of the crate in aisle 4 ({tag}).",
+        "reference_answer": {"code": s["reference_answer"]},
+        "gold_chain": [
+            {
+                "tool": "lookup_crate",
+                "arguments": {"serial": s["gold_argument"]},
+                "result": {"code": s["gold_result"]},
+            }
+        ],
+        "expected_diff": {"crate": {"added": [{"id": 9, "note": s["expected_diff_row"]}]}},
+        "expected_state_hash": state_hash,
+        "solution": f"def solve(call):\n    return {s['solution']!r}\n",
+        "verification_script": f"assert answer == {s['verification_script']!r}\n",
+        "metadata": {
+            "difficulty": {"steps": 1, "level": "easy"},
+            "tools": ["lookup_crate"],
+            "extra": {
+                "template_instruction": "Find the code of the crate in aisle {aisle}.",
+                "gold_results": [{"code": s["gold_result"]}],
+                "params": {"serial": s["template_param"]},
+                "answer": {"shape": "value", "value": s["reference_answer"]},
+            },
+        },
+    }
+
+
+def leaked(body: str) -> list[str]:
+    return [name for name, value in SECRETS.items() if value in body]
+
+
+@pytest.fixture
+def scene(db):
+    environment = factories.make_environment("warehouse", tasks=0)
+    arena = factories.make_task(
+        environment,
+        split=Task.Split.ARENA,
+        **gold_fields("arena", state_hash=SECRETS["expected_state_hash"] + "a" * 48),
+    )
+    heldout = factories.make_task(
+        environment,
+        split=Task.Split.HELDOUT,
+        **gold_fields("heldout", state_hash=SECRETS["expected_state_hash"] + "b" * 48),
+    )
+    train = factories.make_task(
+        environment,
+        split=Task.Split.TRAIN,
+        instruction="Find the code of the crate in aisle 1.",
+        reference_answer={"code": TRAIN_ANSWER},
+        gold_chain=[{"tool": "lookup_crate", "arguments": {"serial": TRAIN_ARGUMENT}}],
+    )
+    policy = factories.make_policy("privacy-policy")
+    evolution_round = factories.make_round(policy=policy)
+    evaluation = factories.make_evaluation(evolution_round)
+    arena_answer = SECRETS["reference_answer"] + "-arena"
+    report = factories.make_diagnosis(
+        evolution_round,
+        evaluation=evaluation,
+        analysis=(
+            "Evaluated 2 episodes in 1 environment(s); 2 failed (success rate 0.0%).\n"
+            f"Example of wrong_answer: task {arena.pk} in warehouse@v1: answer '42' does not "
+            f"match reference {{'code': '{arena_answer}'}}.\n"
+            f"The agent answered 42 where {arena_answer} was expected and never passed "
+            f"{SECRETS['gold_argument']}-arena to lookup_crate."
+        ),
+    )
+    reward = {
+        "total": 0.2,
+        "success": False,
+        "components": {
+            "answer": {
+                "score": 0.0,
+                "weight": 0.6,
+                "reason": f"expected {{'code': '{arena_answer}'}}, got '42'",
+                "applicable": True,
+            },
+            "state": {
+                "score": 0.0,
+                "weight": 0.3,
+                "reason": f"missing row note={SECRETS['expected_diff_row']}-arena",
+                "applicable": True,
+            },
+            "format": {"score": 1.0, "weight": 0.1, "reason": "1/1 tool calls well-formed"},
+        },
+    }
+    steps = [
+        {
+            "role": "assistant",
+            "content": "Looking the crate up.",
+            "tool_name": "lookup_crate",
+            "tool_arguments": {"serial": "wrong-serial"},
+            "tool_result": {"code": "41"},
+        },
+        {"role": "assistant", "content": "42"},
+    ]
+    failed = factories.make_trajectory(
+        arena, policy, steps=steps, reward=reward, evaluation=evaluation, final_answer="42"
+    )
+    FailureLabel.objects.create(
+        trajectory=failed,
+        report=report,
+        label="wrong_answer",
+        evidence={
+            "kind": "wrong_answer",
+            "steps": [2],
+            "capability": "answer synthesis",
+            "explanation": f"answer '42' does not match reference '{arena_answer}'",
+            "details": {
+                "final_answer": "42",
+                "reference_answer": {"code": arena_answer},
+                "mismatches": [
+                    {"tool": "lookup_crate", "expected": {"serial": SECRETS["gold_argument"]}}
+                ],
+            },
+        },
+    )
+    heldout_trajectory = factories.make_trajectory(
+        heldout,
+        policy,
+        steps=steps,
+        final_answer="42",
+        reward={
+            "answer": {"score": 0.0, "reason": f"expected {SECRETS['reference_answer']}-heldout"},
+            "state": {"score": 0.0, "reason": f"missing {SECRETS['expected_diff_row']}-heldout"},
+            "total": 0.1,
+        },
+    )
+    train_trajectory = factories.make_trajectory(train, policy, steps=steps, final_answer="7")
+    proposal = factories.make_proposal(
+        evolution_round,
+        environment=environment,
+        report=report,
+        evidence={
+            "failed_episodes": 2,
+            "labels": {"wrong_answer": 2},
+            "task_ids": [str(arena.pk), str(heldout.pk)],
+            "examples": [
+                {
+                    "task_id": str(arena.pk),
+                    "label": "wrong_answer",
+                    "steps": [2],
+                    "explanation": f"answer '42' does not match reference '{arena_answer}'",
+                }
+            ],
+        },
+    )
+    factories.make_training_run(policy, metrics=2)
+    factories.make_job("tasks.synthesize", result={"created": 3, "by_split": {"arena": 1}})
+    return {
+        "environment": environment,
+        "arena": arena,
+        "heldout": heldout,
+        "train": train,
+        "round": evolution_round,
+        "report": report,
+        "failed": failed,
+        "heldout_trajectory": heldout_trajectory,
+        "train_trajectory": train_trajectory,
+        "proposal": proposal,
+    }
+
+
+# --- the REST API -----------------------------------------------------------------------------
+
+
+def api_read_urls() -> list[str]:
+    """Every GET the router serves: lists, the detail of every stored row, every GET action."""
+    urls = []
+    for prefix, viewset, _basename in router.registry:
+        base = f"/api/{prefix}/"
+        urls.append(base)
+        field = getattr(viewset, "lookup_field", "pk")
+        keys = list(viewset.queryset.model.objects.order_by("pk").values_list(field, flat=True))
+        for action in viewset.get_extra_actions():
+            if "get" not in action.mapping:
+                continue
+            if action.detail:
+                urls.extend(f"{base}{key}/{action.url_path}/" for key in keys)
+            else:
+                urls.append(f"{base}{action.url_path}/")
+        urls.extend(f"{base}{key}/" for key in keys)
+    return urls
+
+
+def test_no_api_endpoint_shows_a_viewer_evaluation_gold_data(scene, viewer_api):
+    urls = api_read_urls()
+    for needed in (
+        f"/api/tasks/{scene['arena'].pk}/",
+        f"/api/trajectories/{scene['failed'].pk}/",
+        f"/api/diagnoses/{scene['report'].pk}/",
+        f"/api/proposals/{scene['proposal'].pk}/",
+    ):
+        assert needed in urls
+    for url in urls:
+        response = viewer_api.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        assert not leaked(response.content.decode()), (url, leaked(response.content.decode()))
+
+
+def test_viewer_task_api_nulls_gold_fields_of_evaluation_tasks_only(scene, viewer_api):
+    for name in ("arena", "heldout"):
+        data = viewer_api.get(f"/api/tasks/{scene[name].pk}/").json()
+        assert data["answers_hidden"] is True
+        for field in (
+            "reference_answer",
+            "gold_chain",
+            "expected_diff",
+            "expected_state_hash",
+            "solution",
+            "verification_script",
+        ):
+            assert data[field] is None, field
+        assert data["instruction"] == scene[name].instruction
+        assert data["metadata"]["extra"] == {
+            "template_instruction": "Find the code of the crate in aisle {aisle}."
+        }
+    train = viewer_api.get(f"/api/tasks/{scene['train'].pk}/").json()
+    assert train["answers_hidden"] is False
+    assert train["reference_answer"] == {"code": TRAIN_ANSWER}
+    assert train["gold_chain"][0]["arguments"] == {"serial": TRAIN_ARGUMENT}
+
+
+def test_viewer_trajectory_api_keeps_scores_and_drops_reasons(scene, viewer_api):
+    reward = viewer_api.get(f"/api/trajectories/{scene['failed'].pk}/").json()["reward"]
+    assert reward["total"] == 0.2 and reward["success"] is False
+    assert reward["components"]["answer"] == {"score": 0.0, "weight": 0.6, "applicable": True}
+    flat = viewer_api.get(f"/api/trajectories/{scene['heldout_trajectory'].pk}/").json()["reward"]
+    assert flat == {"answer": {"score": 0.0}, "state": {"score": 0.0}, "total": 0.1}
+    train = viewer_api.get(f"/api/trajectories/{scene['train_trajectory'].pk}/").json()["reward"]
+    assert "reason" in train["answer"]
+
+
+def test_viewer_diagnosis_and_proposal_keep_counts_and_drop_quotes(scene, viewer_api):
+    report = viewer_api.get(f"/api/diagnoses/{scene['report'].pk}/").json()
+    assert report["analysis"].startswith("Evaluated 2 episodes")
+    assert "Example of" not in report["analysis"] and "[hidden]" in report["analysis"]
+    assert report["distribution"] == scene["report"].distribution
+    evidence = viewer_api.get(f"/api/proposals/{scene['proposal'].pk}/").json()["evidence"]
+    assert evidence["labels"] == {"wrong_answer": 2}
+    assert evidence["examples"] == [
+        {"task_id": str(scene["arena"].pk), "label": "wrong_answer", "steps": [2]}
+    ]
+
+
+@pytest.mark.parametrize("role_client", ["reviewer_api", "admin_api"])
+def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
+    client = request.getfixturevalue(role_client)
+    for name in ("arena", "heldout"):
+        data = client.get(f"/api/tasks/{scene[name].pk}/").json()
+        assert data["answers_hidden"] is False
+        assert data["reference_answer"] == {"code": f"{SECRETS['reference_answer']}-{name}"}
+        assert data["gold_chain"] == scene[name].gold_chain
+        assert data["expected_diff"] == scene[name].expected_diff
+        assert data["metadata"] == scene[name].metadata
+    reward = client.get(f"/api/trajectories/{scene['failed'].pk}/").json()["reward"]
+    assert SECRETS["reference_answer"] in reward["components"]["answer"]["reason"]
+    report = client.get(f"/api/diagnoses/{scene['report'].pk}/").json()
+    assert report["analysis"] == scene["report"].analysis
+    proposal = client.get(f"/api/proposals/{scene['proposal'].pk}/").json()
+    assert proposal["evidence"] == scene["proposal"].evidence
+
+
+# --- the console ------------------------------------------------------------------------------
+
+POST_ONLY_PAGES = {"round-start", "proposal-review"}
+
+
+def console_urls_for(scene) -> list[str]:
+    """Every console page, with every stored row it can show; a new page must be listed."""
+    from aw_site.models import Job
+    from training.models import TrainingRun
+
+    environments = [e.pk for e in [scene["environment"]]]
+    rows = {
+        "environment-detail": [{"pk": pk} for pk in environments],
+        "environment-tab": [{"pk": pk, "tab": tab} for pk in environments for tab in TABS],
+        "task-detail": [{"pk": pk} for pk in Task.objects.values_list("pk", flat=True)],
+        "trajectory-detail": [{"pk": pk} for pk in Trajectory.objects.values_list("pk", flat=True)],
+        "training-run-detail": [
+            {"pk": pk} for pk in TrainingRun.objects.values_list("pk", flat=True)
+        ],
+        "training-run-metrics": [
+            {"pk": pk} for pk in TrainingRun.objects.values_list("pk", flat=True)
+        ],
+        "round-detail": [{"number": scene["round"].number}],
+        "round-progress": [{"number": scene["round"].number}],
+        "job-detail": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
+        "job-progress": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
+    }
+    urls = []
+    for pattern in console_urls.urlpatterns:
+        assert isinstance(pattern, URLPattern)
+        if pattern.name in POST_ONLY_PAGES:
+            continue
+        if not pattern.pattern.converters:
+            urls.append(reverse(pattern.name))
+            continue
+        assert pattern.name in rows, f"list the rows of the new console page {pattern.name!r}"
+        urls.extend(reverse(pattern.name, kwargs=kwargs) for kwargs in rows[pattern.name])
+    return urls
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_no_console_page_shows_a_viewer_evaluation_gold_data(scene, viewer):
+    client = signed_in(viewer)
+    urls = console_urls_for(scene)
+    assert reverse("task-detail", args=[scene["arena"].pk]) in urls
+    assert reverse("trajectory-detail", args=[scene["failed"].pk]) in urls
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        body = response.content.decode()
+        assert not leaked(body), (url, leaked(body))
+
+
+def test_viewer_console_shows_the_note_and_keeps_train_answers(scene, viewer):
+    client = signed_in(viewer)
+    for name in ("arena", "heldout"):
+        body = client.get(reverse("task-detail", args=[scene[name].pk])).content.decode()
+        assert HIDDEN_NOTE in body and scene[name].instruction in body
+    replay = client.get(reverse("trajectory-detail", args=[scene["failed"].pk]))
+    body = replay.content.decode()
+    assert HIDDEN_NOTE in body and 'data-label="wrong_answer"' in body
+    assert [c["name"] for c in replay.context["reward"]["components"]] == [
+        "answer",
+        "state",
+        "format",
+    ]
+    assert all(not c["reason"] for c in replay.context["reward"]["components"])
+    train = client.get(reverse("task-detail", args=[scene["train"].pk])).content.decode()
+    assert TRAIN_ANSWER in train and TRAIN_ARGUMENT in train and HIDDEN_NOTE not in train
+
+
+@pytest.mark.parametrize("role", ["reviewer", "admin_user"])
+def test_reviewer_and_admin_console_show_the_gold_data(scene, role, request):
+    client = signed_in(request.getfixturevalue(role))
+    for name in ("arena", "heldout"):
+        body = client.get(reverse("task-detail", args=[scene[name].pk])).content.decode()
+        assert HIDDEN_NOTE not in body
+        for key in (
+            "reference_answer",
+            "gold_argument",
+            "expected_diff_row",
+            "solution",
+            "verification_script",
+            "expected_state_hash",
+        ):
+            assert SECRETS[key] in body, key
+    replay = client.get(reverse("trajectory-detail", args=[scene["failed"].pk])).content.decode()
+    assert SECRETS["reference_answer"] in replay and SECRETS["gold_argument"] in replay
+    round_page = client.get(reverse("round-detail", args=[scene["round"].number])).content
+    assert SECRETS["reference_answer"] in round_page.decode()
+
+
+# --- the agent side ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bookstore(tmp_path):
+    environment = record_package(build_sample_package(tmp_path))
+    yield environment
+    episode_service().shutdown()
+
+
+@pytest.mark.parametrize("role", ["viewer", "reviewer", "admin_user"])
+def test_episode_api_never_returns_gold_data(bookstore, role, request):
+    client = token_client(request.getfixturevalue(role))
+    task = factories.make_task(
+        bookstore,
+        split=Task.Split.ARENA,
+        **{
+            **gold_fields("episode", state_hash=SECRETS["expected_state_hash"] + "c" * 48),
+            "gold_chain": [
+                {"tool": "get_book", "arguments": {"book_id": 1, "note": SECRETS["gold_argument"]}}
+            ],
+        },
+    )
+    created = client.post("/api/episodes/", {"task": task.pk}, format="json")
+    assert created.status_code == 201, created.json()
+    assert set(created.json()) == {
+        "episode",
+        "environment",
+        "task",
+        "instruction",
+        "tools",
+        "state_hash",
+    }
+    assert not leaked(created.content.decode())
+    key = created.json()["episode"]
+    client.post(
+        f"/api/episodes/{key}/call/", {"tool": "get_book", "arguments": {"book_id": 1}}, "json"
+    )
+    finished = client.post(f"/api/episodes/{key}/finish/", {"answer": "wrong"}, format="json")
+    assert finished.status_code == 200
+    assert not leaked(finished.content.decode())
+    reward = finished.json()["reward"]
+    assert set(reward) == {"total", "success", "components"}
+    for component in reward["components"].values():
+        assert set(component) <= {"score", "weight", "applicable"}
+    assert reward["components"]["answer"]["score"] == 0.0
