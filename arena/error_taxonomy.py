@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from environments.python_source import parse_python
+from tasks.state_changes import compare_diffs, row_pairs
 
 INVALID_TOOL_CALL = "invalid_tool_call"
 TOOL_ERROR = "tool_error"
@@ -379,12 +380,6 @@ def detect_wrong_arguments(steps: list[Mapping[str, Any]], task: Any) -> ErrorLa
     )
 
 
-def _row_key(row: Any) -> str:
-    if isinstance(row, Mapping):
-        row = {k: v for k, v in row.items() if k != "id"}
-    return _canonical(row)
-
-
 def _write_count(diff: Mapping[str, Any]) -> int:
     return sum(
         len(field_of(ops, kind) or [])
@@ -394,59 +389,10 @@ def _write_count(diff: Mapping[str, Any]) -> int:
 
 
 def compare_state_diffs(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> dict[str, list]:
-    """Pair gold writes with trajectory writes, per table and per operation.
-
-    Returns ``missing`` (gold writes with no counterpart), ``wrong`` (writes with the same
-    target but different values) and ``extra`` (trajectory writes the gold run never made).
-    Added rows are matched ignoring an autoincrement ``id``; changed rows by their ``key``.
-    """
-    missing, wrong, extra = [], [], []
-    for table in sorted(set(expected) | set(actual)):
-        gold_ops, got_ops = expected.get(table) or {}, actual.get(table) or {}
-        for op in ("added", "removed"):
-            gold_rows = list(field_of(gold_ops, op) or [])
-            got_rows = list(field_of(got_ops, op) or [])
-            unmatched_got = list(got_rows)
-            unmatched_gold = []
-            for row in gold_rows:
-                found = next((r for r in unmatched_got if _row_key(r) == _row_key(row)), None)
-                if found is None:
-                    unmatched_gold.append(row)
-                else:
-                    unmatched_got.remove(found)
-            for row in unmatched_gold:
-                if unmatched_got:
-                    other = unmatched_got.pop(0)
-                    wrong.append({"table": table, "op": op, "expected": row, "actual": other})
-                else:
-                    missing.append({"table": table, "op": op, "expected": row})
-            extra.extend({"table": table, "op": op, "actual": r} for r in unmatched_got)
-        gold_changed = {
-            _canonical(field_of(c, "key")): c for c in field_of(gold_ops, "changed") or []
-        }
-        got_changed = {
-            _canonical(field_of(c, "key")): c for c in field_of(got_ops, "changed") or []
-        }
-        for key, change in gold_changed.items():
-            if key not in got_changed:
-                missing.append({"table": table, "op": "changed", "expected": change})
-            elif _canonical(field_of(change, "after")) != _canonical(
-                field_of(got_changed[key], "after")
-            ):
-                wrong.append(
-                    {
-                        "table": table,
-                        "op": "changed",
-                        "expected": change,
-                        "actual": got_changed[key],
-                    }
-                )
-        extra.extend(
-            {"table": table, "op": "changed", "actual": c}
-            for k, c in got_changed.items()
-            if k not in gold_changed
-        )
-    return {"missing": missing, "wrong": wrong, "extra": extra}
+    """Pair gold writes with trajectory writes: ``missing``, ``wrong`` (same target, other
+    values) and ``extra``. The reward's normaliser (``tasks.state_changes``) does the pairing,
+    so diagnosis and reward agree on which writes match (surrogate ids and order ignored)."""
+    return row_pairs(expected, actual)
 
 
 def _write_steps(steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]) -> tuple[int, ...]:
@@ -463,7 +409,10 @@ def _write_steps(steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]) 
 def _state_matches(trajectory: Any, task: Any) -> bool:
     expected_hash = field_of(task, "expected_state_hash")
     final_hash = field_of(trajectory, "final_state_hash")
-    return bool(expected_hash) and expected_hash == final_hash
+    if expected_hash and expected_hash == final_hash:
+        return True
+    actual = field_of(trajectory, "state_diff")
+    return actual is not None and compare_diffs(field_of(task, "expected_diff"), actual).same
 
 
 def detect_state_errors(

@@ -84,7 +84,14 @@ def test_task_export_round_trips(tmp_path, tasks, bookstore):
             assert row["messages"][1]["content"] == task.instruction
             assert row["reference_answer"] == task.reference_answer
             assert row["expected_diff"] == task.expected_diff
-            assert {t["function"]["name"] for t in row["tools"]} == set(task.tools)
+            assert {t["function"]["name"] for t in row["tools"]} == set(task.tools) | {
+                "submit_answer"
+            }
+            assert row["answer_contract"] == task.answer_contract
+            assert row["audit"]["passed"] is True
+            assert [c["name"] for c in row["audit"]["checks"]] == [
+                c["name"] for c in task.audit["checks"]
+            ]
             assert row["gold_chain"] == [
                 {"tool": c["tool"], "arguments": c["arguments"]} for c in task.gold_chain
             ]
