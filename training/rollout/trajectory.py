@@ -48,6 +48,7 @@ class Trajectory:
     tokens_out: int = 0
     duration_ms: float = 0.0
     reward: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None  # a programmatic task's verdict {"passed", "error"}
 
     def add_step(self, role: str, **fields: Any) -> Step:
         step = Step(index=len(self.steps), role=role, **fields)
