@@ -216,3 +216,23 @@ def test_malformed_and_hedged_submissions_are_refused(viewer_api, gold_tasks):
     reward = _finish(viewer_api, key, answer=[11.25, 12.0])["reward"]  # a hedge given at finish
     assert reward["success"] is False and 0.0 < reward["total"] <= 0.2
     assert "answer unusable" in reward["components"]["answer"]["reason"]
+
+
+def test_programmatic_task_is_judged_by_its_verification_script(viewer_api, bookstore):
+    package = load_package(bookstore.package_path)
+    spec = read_task(episode_service().pool, package)
+    spec.kind, spec.signature = "programmatic", "programmatic-title-of-book-1"
+    spec.verification = (
+        "def verify(answer, call):\n    return call('get_book', book_id=1)['title'] == answer\n"
+    )
+    (task,) = record_tasks(bookstore, [spec])
+    rewards = {}
+    for answer in ("Dune", "Solaris"):
+        key = _start(viewer_api, task)["episode"]
+        _call(viewer_api, key, "get_book", {"book_id": 1})
+        assert _call(viewer_api, key, "submit_answer", {"answer": answer})["ok"] is True
+        rewards[answer] = _finish(viewer_api, key)["reward"]
+    assert rewards["Dune"]["success"] is True and rewards["Dune"]["total"] == 1.0
+    assert "verification script accepted" in rewards["Dune"]["components"]["answer"]["reason"]
+    assert rewards["Solaris"]["success"] is False
+    assert "verification script rejected" in rewards["Solaris"]["components"]["answer"]["reason"]
