@@ -1,8 +1,13 @@
-"""HTTP episode API for external trainers: create (reset), tools, call, diff, finish (reward)."""
+"""HTTP episode API for external trainers: create (reset), tools, call, diff, finish (reward).
+
+A task episode also offers ``submit_answer`` (its schema from the task's answer contract): the
+call is checked against the contract and recorded, never sent to the sandbox; ``finish`` scores
+the answer given in its body, else the recorded submission, through ``finish_episode`` and
+``tasks.reward.score``.
+"""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
@@ -11,6 +16,7 @@ from rest_framework.views import APIView
 from aw_site.roles import VIEWER
 from environments.episode_service import EpisodeLimitReached, EpisodeNotFound, episode_service
 from environments.models import Environment
+from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.models import Task
 from tasks.privacy import agent_reward
 
@@ -40,7 +46,7 @@ class CallToolSerializer(serializers.Serializer):
 
 
 class FinishSerializer(serializers.Serializer):
-    answer = serializers.JSONField(required=False, allow_null=True, default=None)
+    answer = serializers.JSONField(required=False, allow_null=True)
 
 
 class EpisodeView(APIView):
@@ -56,6 +62,12 @@ def _live(key: str, request):
         raise NotFound(str(exc)) from exc
 
 
+def _tools(live) -> list[dict]:
+    """The package's tools, plus ``submit_answer`` in a task episode."""
+    tools = live.episode.package.tools
+    return live.run.tools(tools) if live.run is not None else tools
+
+
 class EpisodeCollection(EpisodeView):
     """POST: start an episode of an environment (optionally for a task): its own state copy.
 
@@ -67,9 +79,14 @@ class EpisodeCollection(EpisodeView):
         payload.is_valid(raise_exception=True)
         environment = payload.validated_data["environment"]
         task = payload.validated_data.get("task")
+        spec = None
+        if task:
+            from tasks.records import spec_from_task
+
+            spec = spec_from_task(task)
         try:
             live = episode_service().create(
-                environment.package_path, request.user.pk, environment.pk, task and task.pk
+                environment.package_path, request.user.pk, environment.pk, task and task.pk, spec
             )
         except EpisodeLimitReached as exc:
             raise Throttled(detail=str(exc)) from exc
@@ -78,7 +95,8 @@ class EpisodeCollection(EpisodeView):
             "environment": environment.pk,
             "task": task and task.pk,
             "instruction": task.instruction if task else None,
-            "tools": live.episode.package.tools,
+            "answer_contract": live.run.contract.to_dict() if live.run else None,
+            "tools": _tools(live),
             "state_hash": live.episode.state_hash(),
         }
         return Response(body, status=status.HTTP_201_CREATED)
@@ -86,21 +104,45 @@ class EpisodeCollection(EpisodeView):
 
 class EpisodeTools(EpisodeView):
     def get(self, request, key: str):
-        return Response({"tools": _live(key, request).episode.package.tools})
+        return Response({"tools": _tools(_live(key, request))})
 
 
 class EpisodeCall(EpisodeView):
-    """POST {tool, arguments}: run one tool in the sandbox; tool failures are 200 with ok=false."""
+    """POST {tool, arguments}: run one tool in the sandbox; tool failures are 200 with ok=false.
+
+    In a task episode ``submit_answer`` is checked against the answer contract and recorded
+    (the latest valid one counts); a malformed one is ok=false, ``invalid_arguments``.
+    """
 
     def post(self, request, key: str):
         live = _live(key, request)
         payload = CallToolSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = live.episode.call_tool(
-            payload.validated_data["tool"], payload.validated_data["arguments"]
-        )
+        tool, arguments = payload.validated_data["tool"], payload.validated_data["arguments"]
+        if tool == SUBMIT_ANSWER and live.run is not None:
+            return Response(_submit(live, arguments))
+        result = live.episode.call_tool(tool, arguments)
         live.calls.append(result.to_dict())
         return Response(result.to_dict())
+
+
+def _submit(live, arguments: dict) -> dict:
+    submission = live.run.submit(arguments)
+    body = {"tool": SUBMIT_ANSWER, "arguments": arguments, "ok": submission.valid}
+    if submission.valid:
+        return {
+            **body,
+            "result": {"recorded": live.run.submission, "read_as": submission.value},
+            "error": None,
+            "error_kind": None,
+        }
+    problem = submission.problem or "the answer cannot be read"
+    return {
+        **body,
+        "result": None,
+        "error": f"invalid arguments for {SUBMIT_ANSWER}: {problem}",
+        "error_kind": "invalid_arguments",
+    }
 
 
 class EpisodeDiff(EpisodeView):
@@ -110,41 +152,20 @@ class EpisodeDiff(EpisodeView):
 
 
 class EpisodeFinish(EpisodeView):
-    """POST {answer}: close the episode; the reward breakdown when it ran a task."""
+    """POST {answer?}: close the episode; the reward breakdown when it ran a task.
+
+    The answer is the body's ``answer`` when the key is there (a value, as submit_answer takes
+    it), else the episode's recorded submission, else none.
+    """
 
     def post(self, request, key: str):
         payload = FinishSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         live = _live(key, request)
-        episode = live.episode
-        final_hash, diff = episode.state_hash(), episode.state_diff()
-        body = {"episode": key, "state_hash": final_hash, "diff": diff, "calls": len(live.calls)}
-        if live.task_id:
-            from tasks.records import spec_from_task
-            from tasks.reward import score
-
-            task = get_object_or_404(Task.objects.select_related("environment"), pk=live.task_id)
-            trajectory = {
-                "steps": [
-                    {
-                        "index": i,
-                        "role": "assistant",
-                        "tool_call": {"name": call["tool"], "arguments": call["arguments"]},
-                        "tool_result": call["result"],
-                        "error": call["error"],
-                        "error_kind": call["error_kind"],
-                    }
-                    for i, call in enumerate(live.calls)
-                ],
-                "final_answer": payload.validated_data["answer"],
-                "final_state_hash": final_hash,
-                "state_diff": diff,
-                "finished_reason": "answer",
-            }
-            # Reasons may quote the reference ("expected 1234, got ..."): the agent side gets
-            # the component scores, total and success only, whatever the caller's role.
-            body["reward"] = agent_reward(score(spec_from_task(task), trajectory).to_dict())
-        episode_service().close(key, request.user.pk)
+        try:
+            body = _finish(key, live, payload.validated_data)
+        finally:
+            episode_service().close(key, request.user.pk)
         return Response(body)
 
     def delete(self, request, key: str):
@@ -153,3 +174,29 @@ class EpisodeFinish(EpisodeView):
         except EpisodeNotFound as exc:
             raise NotFound(str(exc)) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _finish(key: str, live, data: dict) -> dict:
+    episode = live.episode
+    if live.run is None:
+        final_hash, diff = episode.state_hash(), episode.state_diff()
+        body = {"episode": key, "state_hash": final_hash, "diff": diff}
+    else:
+        answered = "answer" in data
+        outcome, breakdown, trajectory = live.run.finish(
+            episode, data.get("answer"), answered=answered
+        )
+        body = {
+            "episode": key,
+            "state_hash": outcome.final_state_hash,
+            "diff": outcome.state_diff,
+            "answer": trajectory["final_answer"],
+            "answer_source": (
+                "finish" if answered else "submit_answer" if live.run.submission else None
+            ),
+            # Reasons may quote what the run got wrong: the agent side gets the component
+            # scores, total, success and gate only, whatever the caller's role.
+            "reward": agent_reward(breakdown.to_dict()),
+        }
+    body["calls"] = len(live.calls)
+    return body

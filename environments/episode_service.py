@@ -37,6 +37,7 @@ class LiveEpisode:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    run: Any = None  # tasks.episode_scoring.TaskRun of a task episode (its calls, submission)
 
 
 class EpisodeService:
@@ -58,8 +59,14 @@ class EpisodeService:
             return self._pool
 
     def create(
-        self, package_path: str, owner_id: int, environment_id: int, task_id: int | None
+        self,
+        package_path: str,
+        owner_id: int,
+        environment_id: int,
+        task_id: int | None,
+        task: Any = None,
     ) -> LiveEpisode:
+        """A live episode; ``task`` (a TaskSpec) makes it a task episode with a TaskRun."""
         self.expire_idle()
         with self._lock:
             if len(self._episodes) >= settings.AW_MAX_EPISODES:
@@ -73,6 +80,10 @@ class EpisodeService:
                 )
         episode = self.pool.start_episode(package_path)
         live = LiveEpisode(uuid.uuid4().hex, episode, owner_id, environment_id, task_id)
+        if task is not None:
+            from tasks.episode_scoring import TaskRun
+
+            live.run = TaskRun(task, calls=live.calls)
         with self._lock:
             self._episodes[live.key] = live
         return live

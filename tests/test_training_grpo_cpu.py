@@ -9,11 +9,13 @@ import pytest
 from transformers import AutoModelForCausalLM
 from transformers.utils import get_json_schema
 
-from environments.runtime import load_package
+from environments.runtime import SandboxPool, load_package
+from tests.support.gold_tasks import read_task, write_task
 from tests.support.sample_package import build_sample_package
 from training.grpo.config import TrainingConfig
 from training.grpo.dataset import build_rows
-from training.grpo.environments import environment_class
+from training.grpo.environments import ToolCallFailed, close_all, environment_class
+from training.grpo.reward import agent_world_reward
 from training.grpo.trainer import run_training
 
 
@@ -45,7 +47,53 @@ def test_environment_class_exposes_the_package_tools_with_their_schema(tmp_path)
         "list_books_by_author",
         "place_order",
         "update_stock",
+        "submit_answer",
     }
+    submit = get_json_schema(cls.submit_answer)["function"]
+    assert submit["parameters"]["required"] == ["answer"]
+    assert submit["parameters"]["properties"]["answer"]["type"] == "string"
+    assert submit["description"].startswith("Submit your final answer")
+
+
+def test_submit_answer_is_recorded_and_scored(tmp_path):
+    package = load_package(build_sample_package(tmp_path))
+    with SandboxPool(workers=1) as pool:
+        read, write = read_task(pool, package), write_task(pool, package)
+        tasks = {read.task_id: read, write.task_id: write}
+        cls = environment_class("bookstore", package, pool=pool, tasks=tasks)
+        try:
+            env = cls()
+            env.reset(task_id=read.task_id)
+            env.get_book(book_id=1)
+            with pytest.raises(ToolCallFailed, match="invalid_arguments: 2 candidates"):
+                env.submit_answer('["Dune", "Solaris"]')  # a hedge is refused, not recorded
+            assert env._submission is None
+            assert env.submit_answer("Dune") == "Answer recorded; the task is finished."
+            assert env._submission == {"answer": "Dune"}  # plain text stays text
+            env.submit_answer('{"answer": "Dune"}')
+            assert env._submission == {"answer": "Dune"}
+            done = [{"role": "assistant", "content": "All done."}]
+            assert agent_world_reward([done], [env]) == [1.0]
+            trajectory = env._trajectory
+            assert trajectory.final_answer == '{"answer": "Dune"}'
+            assert trajectory.verification is None and trajectory.reward["success"] is True
+            assert [s.tool_call["name"] for s in trajectory.steps if s.tool_call] == ["get_book"]
+
+            env.reset(task_id=write.task_id)  # a new rollout forgets the submission
+            assert env._submission is None
+            env.get_book(book_id=4)
+            env.update_stock(book_id=4, stock=0)
+            env.submit_answer("11.25")
+            assert env._submission == {"answer": 11.25}  # JSON text is parsed
+            assert agent_world_reward([done], [env]) == [1.0]
+
+            env.reset(task_id=write.task_id)  # no submission: the final text is the answer
+            env.get_book(book_id=4)
+            env.update_stock(book_id=4, stock=0)
+            final = [{"role": "assistant", "content": '```json\n{"answer": 11.25}\n```'}]
+            assert agent_world_reward([final], [env]) == [1.0]
+        finally:
+            close_all([cls])
 
 
 def test_dataset_alternates_categories():

@@ -4,7 +4,9 @@ TRL's ``environment_factory`` turns an environment's public methods into tools (
 signature + docstring) and calls ``reset(**row)`` before each rollout. Our tools come from the
 package manifest, so each package gets a class built at run time whose methods carry the
 manifest's parameters as a real signature; every call crosses into a sandbox episode and is
-recorded, so the reward sees the same evidence a rollout trajectory holds.
+recorded, so the reward sees the same evidence a rollout trajectory holds. ``submit_answer`` is
+a tool of every class: it checks the answer against the task's answer contract and records it
+(no sandbox call); the reward then reads that submission rather than the final message.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tasks.answer_contract import SUBMIT_ANSWER
 from training.rollout.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
@@ -28,7 +31,7 @@ _JSON_TO_PYTHON = {
     "boolean": bool,
     "object": dict,
 }
-_RESERVED = {"reset", "get_reward"}
+_RESERVED = {"reset", "get_reward", SUBMIT_ANSWER}
 
 
 class ToolCallFailed(ValueError):
@@ -105,7 +108,8 @@ def tool_method(schema: dict[str, Any]) -> Callable[..., str] | None:
 class AgentWorldEnvironment:
     """Base of the per-package classes: one sandbox episode per rollout.
 
-    Only ``reset`` is public here; TRL would expose any other public method as a tool.
+    Only ``reset`` and ``submit_answer`` are public here; TRL exposes every public method but
+    ``reset`` as a tool.
     """
 
     _package: Any = None
@@ -118,6 +122,7 @@ class AgentWorldEnvironment:
         self._episode: Any = None
         self._task: Any = None
         self._trajectory: Trajectory | None = None
+        self._submission: dict[str, Any] | None = None
         type(self)._instances.append(self)
 
     def reset(self, **row: Any) -> None:
@@ -126,7 +131,24 @@ class AgentWorldEnvironment:
         self._task = self._tasks[row["task_id"]]
         self._episode = self._pool.start_episode(self._package)
         self._trajectory = Trajectory(task_id=row["task_id"], environment=self._environment)
+        self._submission = None
         return None
+
+    def submit_answer(self, answer: str) -> str:
+        """Submit your final answer and end the task. Call it once, after the tool calls the task needs.
+
+        Args:
+            answer: The answer in the shape the task asks for, as JSON (a number, a quoted string, a list or an object), or plain text.
+        """
+        from tasks.answer_contract import task_contract
+        from tasks.episode_scoring import check_submission
+
+        value = _parse_answer(answer)
+        submission = check_submission(task_contract(self._task), {"answer": value})
+        if not submission.valid:
+            raise ToolCallFailed(f"invalid_arguments: {submission.problem}")
+        self._submission = {"answer": value}
+        return "Answer recorded; the task is finished."
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         result = self._episode.call_tool(name, arguments)
@@ -144,20 +166,43 @@ class AgentWorldEnvironment:
         return json.dumps(result.result, ensure_ascii=False, default=str)[:4000]
 
     def _finish(self, final_answer: str | None, finished_reason: str) -> Trajectory:
-        """Close the rollout's record: answer, final state hash and diff."""
+        """Close the rollout's record: answer (the recorded submission, else the final text),
+        final state hash and diff, and the verification verdict of a programmatic task."""
+        from tasks.episode_outcome import finish_episode, submitted_answer_text
+
         trajectory = self._trajectory
+        if self._submission is not None:
+            final_answer = submitted_answer_text(self._submission)
+            if finished_reason != "format_error":
+                finished_reason = "answer"
         trajectory.final_answer = final_answer
         trajectory.finished_reason = finished_reason
         if final_answer is not None:
             trajectory.add_step("assistant", content=final_answer)
-        trajectory.final_state_hash = self._episode.state_hash()
-        trajectory.state_diff = self._episode.state_diff()
+        outcome = finish_episode(self._task, self._episode, final_answer)
+        trajectory.final_state_hash = outcome.final_state_hash
+        trajectory.state_diff = outcome.state_diff
+        trajectory.verification = outcome.verification
         return trajectory
 
     def _close_episode(self) -> None:
         if self._episode is not None:
             self._episode.close()
             self._episode = None
+
+
+def _parse_answer(answer: Any) -> Any:
+    """A submitted answer: the JSON value when the text is JSON (``{"answer": x}`` gives x),
+    else the text itself; a value the trainer already parsed stays as it is."""
+    if not isinstance(answer, str):
+        return answer
+    try:
+        value = json.loads(answer)
+    except ValueError:
+        return answer
+    if isinstance(value, dict) and set(value) == {"answer"}:
+        return value["answer"]
+    return value
 
 
 def environment_class(name: str, package: Any, pool: Any, tasks: dict[str, Any]) -> type:

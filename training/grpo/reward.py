@@ -2,7 +2,9 @@
 
 The trainer hands every reward function the environment instance of each completion; the
 instance holds the sandbox episode and the tool calls it served, so the reward is computed from
-the same evidence (final answer, state hash, row diff, call steps) as any rollout trajectory.
+the same evidence (final answer, state hash, row diff, call steps, verification verdict) as any
+rollout trajectory. The answer is the rollout's ``submit_answer`` submission when it made one,
+else its final message.
 """
 
 from __future__ import annotations
