@@ -41,7 +41,6 @@ from starlette.applications import Starlette
 from environments.package import EnvironmentPackage, load_package
 from environments.runtime import Episode, SandboxPool
 from tasks.answer_contract import SUBMIT_ANSWER
-from tasks.privacy import agent_reward
 
 EPISODE_META_KEY = "agent-world/episode"
 
@@ -226,6 +225,8 @@ def build_server(package: EnvironmentPackage, workers: int = 1, task: Any = None
                 ],
                 is_error=True,
             )
+        from tasks.privacy import agent_reward  # task servers run under Django (serve_mcp)
+
         reward = agent_reward(breakdown.to_dict())  # scores only: reasons may describe the gold
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(reward, ensure_ascii=False))],
