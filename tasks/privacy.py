@@ -128,8 +128,12 @@ def public_reward(reward: Any) -> Any:
 
 
 def agent_reward(reward: dict[str, Any]) -> dict[str, Any]:
-    """What the agent side (episode API) returns of a reward: scores, total and success."""
-    return public_reward(reward)
+    """What the agent side (episode API, MCP) returns of a reward: scores, total, success and
+    the gate sentence (which says only which parts were wrong)."""
+    result = public_reward(reward)
+    if isinstance(reward, dict) and isinstance(reward.get("gate"), str):
+        result["gate"] = reward["gate"]
+    return result
 
 
 def public_label_evidence(evidence: Any) -> dict[str, Any]:

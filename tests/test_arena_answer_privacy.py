@@ -440,6 +440,7 @@ def test_episode_api_never_returns_gold_data(bookstore, role, request):
         "instruction",
         "tools",
         "state_hash",
+        "answer_contract",  # the answer's shape, never its value
     }
     assert not leaked(created.content.decode())
     key = created.json()["episode"]
@@ -450,7 +451,7 @@ def test_episode_api_never_returns_gold_data(bookstore, role, request):
     assert finished.status_code == 200
     assert not leaked(finished.content.decode())
     reward = finished.json()["reward"]
-    assert set(reward) == {"total", "success", "components"}
+    assert set(reward) == {"total", "success", "components", "gate"}
     for component in reward["components"].values():
         assert set(component) <= {"score", "weight", "applicable"}
     assert reward["components"]["answer"]["score"] == 0.0
