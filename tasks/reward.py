@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,11 +40,23 @@ log = logging.getLogger(__name__)
 MALFORMED_KINDS = frozenset({"unknown_tool", "invalid_arguments", "format_error", "bad_json"})
 
 
+def partial_cap_from_env() -> float:
+    """``AW_REWARD_PARTIAL_CAP`` (default 0.2): must stay below a solved run's 0.9 floor."""
+    raw = os.environ.get("AW_REWARD_PARTIAL_CAP", "0.2")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"AW_REWARD_PARTIAL_CAP must be a number, not {raw!r}") from None
+    if not 0.0 <= value < 0.9:
+        raise ValueError("AW_REWARD_PARTIAL_CAP must be in [0, 0.9)")
+    return value
+
+
 @dataclass
 class RewardSettings:
     """What a run can earn. Every field has one meaning; defaults are the paper-style gate."""
 
-    partial_cap: float = 0.2  # the most an unsolved run can earn, as a fraction of solved
+    partial_cap: float = field(default_factory=partial_cap_from_env)  # most an unsolved run earns
     efficiency_penalty: float = 0.1  # a solved run using many more calls than gold loses this
     llm_judge: bool = True  # judge free-text answers with aw_site.llm when configured
 

@@ -11,6 +11,7 @@ import json
 from django.shortcuts import get_object_or_404, render
 
 from aw_site.views import console_page
+from tasks.answer_contract import task_contract
 from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_metadata
 
@@ -23,6 +24,7 @@ def task_detail(request, pk: int):
     metadata = public_metadata(task.metadata) if hidden else task.metadata
     context = {
         "task": task,
+        "answer_contract": task_contract(task).describe() if task.answer_contract else "",
         "answers_hidden": hidden,
         "hidden_note": HIDDEN_NOTE,
         "metadata_json": json.dumps(metadata, indent=2, ensure_ascii=False) if metadata else "",
@@ -38,6 +40,8 @@ def task_detail(request, pk: int):
                 "expected_diff_json": json.dumps(task.expected_diff, indent=2, ensure_ascii=False)
                 if task.expected_diff
                 else "",
+                "audit_checks": (task.audit or {}).get("checks", []),
+                "audit_passed": (task.audit or {}).get("passed"),
             }
         )
     return render(request, "tasks/detail.html", context)

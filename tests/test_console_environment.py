@@ -157,6 +157,23 @@ def test_tasks_tab_lists_tasks_and_filters_by_split(signed_in, bookstore):
 
 
 @pytest.mark.django_db
+def test_tasks_tab_and_api_show_the_verifier_audit(signed_in, bookstore):
+    bookstore.task_audit = {
+        "audited": 40,
+        "kept": 36,
+        "discarded": {"gold": 1, "extra_write": 3},
+        "checks_applied": {"gold": 40},
+    }
+    bookstore.save(update_fields=["task_audit"])
+    body = tab(signed_in, bookstore, "tasks").content.decode()
+    assert "Verifier audit" in body and "<b>40</b> synthesized tasks audited" in body
+    assert "<b>36</b> kept (90%)" in body
+    assert body.index("extra_write") < body.index(">gold<")  # most frequent reason first
+    api = signed_in.get(f"/api/environments/{bookstore.pk}/").json()
+    assert api["task_audit"]["discarded"] == {"gold": 1, "extra_write": 3}
+
+
+@pytest.mark.django_db
 def test_mcp_tab_explains_both_transports(signed_in, bookstore):
     body = tab(signed_in, bookstore, "mcp").content.decode()
     assert "python manage.py serve_mcp bookstore" in body
@@ -167,5 +184,17 @@ def test_mcp_tab_explains_both_transports(signed_in, bookstore):
 def test_task_detail_page(signed_in, bookstore):
     # A train task: a viewer sees its gold chain (evaluation tasks hide it from viewers).
     task = factories.make_task(bookstore, split="train")
+    task.answer_contract = {"kind": "scalar", "value_type": "number", "precision": 2}
+    task.audit = {
+        "passed": True,
+        "failed": None,
+        "checks": [
+            {"name": "gold", "applicable": True, "passed": True, "solved": True, "total": 1.0},
+            {"name": "no_op", "applicable": True, "passed": True, "solved": False, "total": 0.0},
+        ],
+    }
+    task.save()
     body = signed_in.get(reverse("task-detail", args=[task.pk])).content.decode()
     assert "Gold chain" in body and "place_order" in body
+    assert "a single number, rounded to 2 decimals" in body
+    assert "Verifier audit" in body and ">no_op<" in body and "not solved" in body

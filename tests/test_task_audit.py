@@ -130,9 +130,19 @@ def test_a_verification_script_that_accepts_anything_is_caught(bookstore, pool, 
 
 def test_programmatic_synthesis_keeps_only_audited_tasks(bookstore, pool):
     synthesizer = ProgrammaticTaskSynthesizer(bookstore, pool, llm=None)
-    tasks = synthesizer.synthesize(6, seed=0)
+    tasks = synthesizer.synthesize(8, seed=0)
     assert tasks and all(t.audit["passed"] for t in tasks)
     assert synthesizer.auditor.summary.kept == len(tasks)
+    for task in tasks:  # the verification script turned down every corrupted answer
+        checks = checks_of(task)
+        assert checks["wrong_answer"]["applicable"] and checks["hedged_answer"]["applicable"]
+        assert not checks["wrong_answer"]["solved"] and not checks["hedged_answer"]["solved"]
+    updates = [t for t in tasks if t.expected_diff]
+    assert updates, "a conditional update writes"
+    for task in updates:  # its writes face every state mutation
+        checks = checks_of(task)
+        for name in ("dropped_write", "perturbed_argument", "extra_write"):
+            assert checks[name]["applicable"] and checks[name]["passed"], (name, checks[name])
 
 
 def test_wrong_and_hedged_answers_keep_the_contract_shape():

@@ -44,6 +44,13 @@ def test_synthesize_job_stores_verified_tasks_with_splits(bookstore, settings):
     assert all(t.gold_chain and t.instruction for t in tasks)
     bookstore.refresh_from_db()
     assert bookstore.task_count == tasks.count()
+    # Every stored task passed the verifier audit; the environment keeps the account.
+    assert all(t.audit["passed"] and t.answer_contract for t in tasks)
+    audit = bookstore.task_audit
+    assert audit["kept"] >= tasks.count() and audit["audited"] == audit["kept"] + sum(
+        audit["discarded"].values()
+    )
+    assert audit["checks_applied"]["gold"] == audit["audited"]
 
 
 @pytest.mark.django_db
