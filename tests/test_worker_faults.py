@@ -232,12 +232,14 @@ def test_job_cut_short_by_a_worker_shutdown_is_retried_not_failed(tmp_path, sett
         stopped = Job.objects.get(pk=job.pk)
         assert "Warm shutdown" in worker.log()
         # Either the job lost a sandbox call it could not do without (it goes back to the
-        # queue) or it replaced the lost sandbox worker and finished during the warm shutdown.
-        left = ("retrying", "succeeded") if pool == "solo" else ("running", "succeeded")
+        # queue), or it replaced the lost sandbox worker and finished during the warm shutdown,
+        # or (every task now replays its verifier audit, so 800 take longer than the 15 s grace)
+        # the worker was killed with the job still running: the restarted worker retries it.
+        left = ("retrying", "succeeded", "running")
         assert stopped.state in left, (stopped.state, stopped.error)
         if stopped.state != "succeeded":
             assert stopped.attempts == 1
-            if pool == "solo":
+            if stopped.state == "retrying":
                 assert "shut down while the job ran" in stopped.message
             restart_until_finished(worker, job, 300, "job after restart")
     record = Job.objects.get(pk=job.pk)

@@ -59,9 +59,10 @@ def test_browse_catalogue_to_an_environment_and_its_tabs(
     expect(page).to_have_url(f"{live_server.url}/environments/{bookstore.pk}/?tab=mcp")
 
 
-def test_open_a_failed_trajectory_and_step_through_it(page, live_server, sign_in, viewer):
+def test_open_a_failed_trajectory_and_step_through_it(page, live_server, sign_in, reviewer):
+    # A reviewer: the scene's task is an arena task, whose reward reasons viewers do not see.
     scene = factories.make_review_scene()
-    sign_in(viewer)
+    sign_in(reviewer)
     page.goto(f"{live_server.url}/trajectories/?outcome=failed&label=tool_error")
     rows = page.locator("#trajectories tbody tr")
     expect(rows).to_have_count(1)
