@@ -16,26 +16,8 @@ from tasks.synthesis.programmatic_tasks import (
     programmatic_task_from_source,
 )
 from tasks.synthesis.tool_graph import build_tool_graph
+from tests.support.programs import ACCEPT_ANYTHING, CHECK_TOTAL, HERBERT_TOTAL
 from tests.support.sample_package import build_sample_package
-
-HERBERT_TOTAL = """
-def solve(call):
-    total = 0
-    for book in call("list_books_by_author", author_name="Frank Herbert"):
-        total += call("get_book", book_id=book["id"])["price"]
-    return round(total, 2)
-"""
-
-ACCEPT_ANYTHING = """
-def verify(answer, call):
-    return True
-"""
-
-CHECK_TOTAL = """
-def verify(answer, call):
-    books = call("list_books_by_author", author_name="Frank Herbert")
-    return abs(answer - sum(call("get_book", book_id=b["id"])["price"] for b in books)) < 0.01
-"""
 
 
 @pytest.fixture(scope="module")

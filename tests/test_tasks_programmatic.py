@@ -16,24 +16,8 @@ from tasks.synthesis.programmatic_tasks import (
 from tasks.synthesis.replay import replay_gold
 from tasks.synthesis.task_spec import TaskSpec
 from tests.support.openai_server import ScriptedOpenAIServer, text_reply
+from tests.support.programs import CHECK_TOTAL, HERBERT_TOTAL
 from tests.support.sample_package import build_sample_package
-
-HERBERT_TOTAL = """
-def solve(call):
-    total = 0
-    for book in call("list_books_by_author", author_name="Frank Herbert"):
-        total += call("get_book", book_id=book["id"])["price"]
-    return round(total, 2)
-"""
-
-CHECK_TOTAL = """
-import json
-
-
-def verify(answer, call):
-    books = call("list_books_by_author", author_name="Frank Herbert")
-    return abs(answer - sum(call("get_book", book_id=b["id"])["price"] for b in books)) < 0.01
-"""
 
 
 @pytest.fixture(scope="module")
