@@ -94,7 +94,7 @@ class Tools:
     """The generated tools.py run in-process over a copy of the database (exact error text)."""
 
     def __init__(self, toolset: ToolSet, db_path: Path, tmp_path: Path) -> None:
-        copy = tmp_path / "copy.sqlite"
+        copy = tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}.sqlite"
         copy.write_bytes(Path(db_path).read_bytes())
         self.db = sqlite3.connect(copy)
         self.db.row_factory = sqlite3.Row
@@ -260,6 +260,49 @@ def test_a_state_column_of_place_codes_is_not_a_lifecycle(tmp_path):
     conn.commit()
     rules = infer_rules(conn, read_schema(tmp_path / "s.sqlite")["towns"])
     assert set(rules.states) == {"status"}
+
+
+def _run_generated_tests(toolset: ToolSet, db_path: Path, tmp_path: Path) -> dict[str, str]:
+    """Every generated unit test, run in-process on a fresh copy: {test: error} of failures."""
+    namespace: dict = {}
+    exec(compile(toolset.tests_source(), "tool_tests.py", "exec"), namespace)
+    failures = {}
+    for name, test in namespace.items():
+        if not name.startswith("test_"):
+            continue
+        tools = Tools(toolset, db_path, tmp_path)
+        try:
+            test(tools)
+        except Exception as exc:  # collect every failure
+            failures[name] = repr(exc)
+        tools.db.close()
+    return failures
+
+
+def test_values_without_a_verb_move_through_set_tool(tmp_path):
+    days = {"triage": "2024-01-01", "fixing": "2024-01-05", "shipped": "2024-01-09"}
+    rows = [(i + 1, s, days[s]) for i, s in enumerate(["fixing", "triage", "shipped"] * 3)]
+    conn, _ = _table(tmp_path, rows, with_time=True)
+    conn.close()
+    toolset = generate_tools(tmp_path / "t.sqlite", "the tracker")
+    assert {"set_ticket_stage", "ship_ticket"} <= set(toolset.names())
+    set_schema = toolset.schemas["set_ticket_stage"]["function"]
+    assert set_schema["parameters"]["properties"]["stage"]["enum"] == [
+        "triage",
+        "fixing",
+        "shipped",
+    ]
+    assert "first appear by seen" in set_schema["description"]
+    run = Tools(toolset, tmp_path / "t.sqlite", tmp_path)
+    assert run("set_ticket_stage", id=2, stage="fixing")["stage"] == "fixing"
+    assert "'fixing' to 'triage'" in run.error("set_ticket_stage", id=1, stage="triage")
+    assert "banana" in run.error("set_ticket_stage", id=1, stage="banana")
+    assert "'shipped' is final" in run.error("set_ticket_stage", id=3, stage="fixing")
+    assert not _run_generated_tests(toolset, tmp_path / "t.sqlite", tmp_path)
+
+
+def test_retail_generated_tests_pass_in_process(tools, retail_db, tmp_path):
+    assert not _run_generated_tests(tools, retail_db, tmp_path)
 
 
 # --- the generated tools enforce them --------------------------------------------------------

@@ -223,7 +223,12 @@ def _transition(db, spec, column, target, tool, params):
     allowed = state["transitions"].get(current) or []
     if target not in allowed:
         sources = [v for v in state["values"] if target in (state["transitions"].get(v) or [])]
-        reason = f"{current!r} is final" if not allowed else f"from {current!r} only {allowed}"
+        if current is None:
+            reason = f"its {column} is empty"
+        elif not allowed:
+            reason = f"{current!r} is final"
+        else:
+            reason = f"from {current!r} only {allowed}"
         raise PermissionError(
             f"cannot move {spec['entity']} {key!r} from {column} {current!r} to {target!r}: "
             f"{reason}; {target!r} is reached only from {sources or 'no value'} "
@@ -286,7 +291,8 @@ def _update(db, spec, params):
         state = spec.get("states", {}).get(name)
         if state is not None:
             raise PermissionError(
-                f"{spec['entity']} {name} cannot be set by update; use {', '.join(state['tools'])}"
+                f"{spec['entity']} {name} cannot be set by update; use "
+                f"{', '.join(state['tools']) or 'no tool (no move is allowed)'}"
                 f" (allowed moves: {_state_moves(state)})"
             )
     clean = _validate_row(db, spec, values, key)
