@@ -10,7 +10,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sources.base import PROVENANCE_TABLE, singular
+from .naming import plural, singular
+from .sources.base import PROVENANCE_TABLE
 
 LOW_CARDINALITY = 40
 
@@ -45,10 +46,12 @@ class Table:
 
     @property
     def entity(self) -> str:
+        """English singular of the table name (naming.singular): orders -> order."""
         return singular(self.name)
 
     @property
     def entities(self) -> str:
+        """English plural (naming.plural): order -> orders, person -> people, never orderses."""
         return plural(self.entity)
 
     def column(self, name: str) -> Column:
@@ -63,14 +66,6 @@ class Table:
             and c.kind in ("text", "integer", "boolean")
             and 1 < self.distinct.get(c.name, 0) <= LOW_CARDINALITY
         ]
-
-
-def plural(word: str) -> str:
-    if word.endswith("y") and word[-2:-1] not in "aeiou":
-        return word[:-1] + "ies"
-    if word.endswith(("s", "x", "ch", "sh")):
-        return word + "es"
-    return word + "s"
 
 
 def column_kind(declared: str) -> str:

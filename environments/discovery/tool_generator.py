@@ -3,9 +3,13 @@
 For each table it writes get_<entity>, search_<entities> (typed filters, ranges, substring,
 paging), list_<children>_for_<parent> through foreign keys, aggregate_<entities> (count, sum,
 avg, min, max grouped by a low-cardinality column), and create/update/delete_<entity> with
-validation (required columns, types, foreign keys, uniqueness). Each tool comes with an OpenAI
-JSON schema, a kind (read/write) and several unit tests whose expectations are computed now from
-the real rows, so a tool that passes them really answers from this database.
+validation (required columns, types, foreign keys, uniqueness) and the domain rules the rows
+support (`domain_rules`: state columns change only through transition tools such as
+cancel_<entity> along the transitions the data shows; numeric columns keep their observed sign).
+Entity and tool names are English (`naming`): orders -> order / orders, people -> person.
+Each tool comes with an OpenAI JSON schema, a kind (read/write) and several unit tests whose
+expectations are computed now from the real rows, so a tool that passes them really answers
+from this database.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .domain_rules import StateRule, TableRules, infer_rules
 from .schema import Table, read_schema
 from .tool_prelude import __file__ as _PRELUDE_FILE
 
@@ -91,7 +96,7 @@ def prelude_source() -> str:
     return text.split(_MARKER, 1)[1].strip() + "\n"
 
 
-def _spec(table: Table) -> dict:
+def _spec(table: Table, rules: TableRules) -> dict:
     columns = {c.name: {"kind": c.kind, "not_null": c.not_null} for c in table.columns}
     required = [
         c.name
@@ -112,6 +117,7 @@ def _spec(table: Table) -> dict:
         "children": [list(c) for c in table.children],
         "unique": sorted(table.unique),
         "group_columns": table.group_columns(),
+        **rules.spec(),
     }
 
 
@@ -151,7 +157,9 @@ class _Generator:
         self.conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         self.conn.row_factory = sqlite3.Row
         self.label = label
-        self.specs = {name: _spec(t) for name, t in self.schema.items()}
+        taken: set[str] = set()
+        self.rules = {name: infer_rules(self.conn, t, taken) for name, t in self.schema.items()}
+        self.specs = {name: _spec(t, self.rules[name]) for name, t in self.schema.items()}
         self.out = ToolSet(prelude=prelude_source())
         self.spec_names: dict[str, str] = {}
 
@@ -188,6 +196,8 @@ class _Generator:
                 self.create_tool(table)
                 self.update_tool(table)
                 self.delete_tool(table)
+                for rule in self.rules[table.name].states.values():
+                    self.transition_tools(table, rule)
         return self.out
 
     # --- read tools -----------------------------------------------------------------------
@@ -437,17 +447,57 @@ class _Generator:
         self.add(name, "read", func, schema, tests)
 
     # --- write tools ----------------------------------------------------------------------
-    def field_props(self, t: Table, skip_key: bool) -> dict:
+    def field_props(self, t: Table, skip_key: bool, skip_states: bool = False) -> dict:
+        rules = self.rules[t.name]
         props = {}
         for c in t.columns:
             if skip_key and c.name == t.primary_key:
+                continue
+            if skip_states and c.name in rules.states:
                 continue
             note = ""
             if c.name in t.foreign_keys:
                 ref = t.foreign_keys[c.name]
                 note = f" Must be an existing {ref[0]}.{ref[1]}."
-            props[c.name] = _prop(c.kind, f"{c.name} ({c.kind}).{note}")
+            prop = _prop(c.kind, f"{c.name} ({c.kind}).{note}")
+            if c.name in rules.states:
+                prop["enum"] = list(rules.states[c.name].values)
+                prop["description"] += " One of the observed values."
+            bound = rules.bounds.get(c.name, {})
+            for limit in ("minimum", "maximum"):
+                if limit in bound:
+                    prop[limit] = bound[limit]
+                    word = "at least" if limit == "minimum" else "at most"
+                    prop["description"] += f" {word} {bound[limit]}, like every stored {c.name}."
+            if bound.get("integer"):
+                prop["multipleOf"] = 1
+                prop["description"] += " Whole numbers only."
+            props[c.name] = prop
         return props
+
+    def rule_tests(self, t: Table, name: str, base: dict, columns: list[str]) -> list[str]:
+        """A value outside the observed states and a value of the wrong sign are refused."""
+        rules, tests = self.rules[t.name], []
+        state = next((c for c in columns if c in rules.states), None)
+        if state is not None:
+            bad = dict(base, **{state: "banana"})
+            tests.append(
+                f"def test_{name}__unknown_{state}(call):\n"
+                f"    message = _expect_error(call, {name!r}, **{bad!r})\n"
+                f"    assert {state!r} in message or 'banana' in message, message\n"
+            )
+        signed = next((c for c in columns if "minimum" in rules.bounds.get(c, {})), None)
+        signed = signed or next((c for c in columns if "maximum" in rules.bounds.get(c, {})), None)
+        if signed is not None:
+            sign = -1 if "minimum" in rules.bounds[signed] else 1
+            value = sign * (5 if t.column(signed).kind == "integer" else 5.5)
+            bad = dict(base, **{signed: value})
+            tests.append(
+                f"def test_{name}__sign_{signed}(call):\n"
+                f"    message = _expect_error(call, {name!r}, **{bad!r})\n"
+                f"    assert {signed!r} in message, message\n"
+            )
+        return tests
 
     def new_row(self, t: Table) -> dict | None:
         """A row to create: a real row's values with a fresh key (values stay realistic)."""
@@ -526,12 +576,19 @@ class _Generator:
                 f"def test_{name}__wrong_type_{typed.name}(call):\n"
                 f"    _expect_error(call, {name!r}, **{bad!r})\n"
             )
+        tests += self.rule_tests(t, name, row, [c.name for c in t.columns])
         self.add(name, "write", func, schema, tests)
 
     def update_tool(self, t: Table) -> None:
         name, pk = f"update_{t.entity}", t.primary_key
+        rules = self.rules[t.name]
         editable = [
-            c for c in t.columns if c.name != pk and c.name not in t.unique and c.kind != "boolean"
+            c
+            for c in t.columns
+            if c.name != pk
+            and c.name not in t.unique
+            and c.kind != "boolean"
+            and c.name not in rules.states
         ]
         if not editable:
             return
@@ -541,18 +598,25 @@ class _Generator:
             f"    return _update(db, {self.spec_const(t.name)}, params)\n"
         )
         kind = t.column(pk).kind
-        props = {pk: _prop(kind, f"The {t.entity}'s {pk}."), **self.field_props(t, skip_key=True)}
+        props = {
+            pk: _prop(kind, f"The {t.entity}'s {pk}."),
+            **self.field_props(t, skip_key=True, skip_states=True),
+        }
+        states = "".join(
+            f" Its {c} changes only through {', '.join(r.as_spec()['tools']) or 'no tool'}."
+            for c, r in rules.states.items()
+        )
         schema = _schema(
             name,
             f"Update fields of one existing {t.entity} in {self.label} (identified by {pk}). "
-            f"Give only the fields to change; links must exist. Returns the updated row.",
+            f"Give only the fields to change; links must exist.{states} Returns the updated row.",
             props,
             [pk],
         )
         rows = self.rows(t, limit=3)
         row = rows[-1]
         column = editable[0]
-        new_value = _changed_value(column.kind, row[column.name])
+        new_value = _changed_value(column.kind, row[column.name], rules.bounds.get(column.name))
         if column.name in t.foreign_keys:
             ref_table, ref_col = t.foreign_keys[column.name]
             other = self.conn.execute(
@@ -572,7 +636,125 @@ class _Generator:
             f"def test_{name}__unknown_field(call):\n"
             f"    _expect_error(call, {name!r}, {_kw({pk: row[pk], 'no_such_field': 1})})\n",
         ]
+        tests += self.rule_tests(
+            t, name, {pk: row[pk]}, [c.name for c in t.columns if c.name != pk]
+        )
         self.add(name, "write", func, schema, tests)
+
+    def transition_tools(self, t: Table, rule: StateRule) -> None:
+        """<verb>_<entity> per target value with a verb, set_<entity>_<column> for the rest."""
+        pk, column = t.primary_key, rule.column
+        kind = t.column(pk).kind
+        how = {
+            "lifecycle": "a known lifecycle order",
+            "free": "any change between observed values, never out of a final value",
+        }.get(rule.how, f"the order in which values first appear by {rule.how[19:]}")
+        moves = f"Allowed {column} moves ({how}): {rule.describe()}."
+        const = self.spec_const(t.name)
+        for target, name in rule.tools.items():
+            sources = [v for v in rule.values if target in rule.transitions.get(v, [])]
+            func = (
+                f"def {name}(db, **params):\n"
+                f'    """Set one {t.entity}\'s {column} to {target!r} where the lifecycle allows."""\n'
+                f"    return _transition(db, {const}, {column!r}, {target!r}, {name!r}, params)\n"
+            )
+            schema = _schema(
+                name,
+                f"Set the {column} of one {t.entity} in {self.label} to '{target}'. Allowed only "
+                f"when its {column} is {' or '.join(repr(v) for v in sources)}; any other move is "
+                f"refused with the allowed ones. {moves} Returns the updated row.",
+                {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+                [pk],
+            )
+            tests = self.transition_tests(t, rule, name, target, {})
+            self.add(name, "write", func, schema, tests)
+        if not rule.set_tool:
+            return
+        name = rule.set_tool
+        targets = [
+            v
+            for v in rule.values
+            if v not in rule.tools and any(v in ts for ts in rule.transitions.values())
+        ]
+        func = (
+            f"def {name}(db, **params):\n"
+            f'    """Move one {t.entity}\'s {column} to another value the lifecycle allows."""\n'
+            f"    return _transition(db, {const}, {column!r}, None, {name!r}, params)\n"
+        )
+        others = ", ".join(rule.tools.values())
+        schema = _schema(
+            name,
+            f"Change the {column} of one {t.entity} in {self.label} to "
+            f"{' or '.join(repr(v) for v in targets)}"
+            f"{f' (other values through {others})' if others else ''}. Refused for a value "
+            f"outside {rule.values} or a move the data never shows. {moves} "
+            f"Returns the updated row.",
+            {
+                pk: _prop(kind, f"The {t.entity}'s {pk}."),
+                column: {
+                    "type": "string",
+                    "enum": list(rule.values),
+                    "description": f"The new {column}.",
+                },
+            },
+            [pk, column],
+        )
+        tests = []
+        for target in targets[:2]:
+            tests += self.transition_tests(t, rule, name, target, {column: target})
+        self.add(name, "write", func, schema, tests)
+
+    def transition_tests(
+        self, t: Table, rule: StateRule, name: str, target: str, extra: dict
+    ) -> list[str]:
+        pk, column = t.primary_key, rule.column
+        tag = _ident(target)
+        sources = [v for v in rule.values if target in rule.transitions.get(v, [])]
+        refused = [v for v in rule.values if v not in sources]
+        refused.sort(key=lambda v: (v == target, bool(rule.transitions.get(v))))
+        tests = []
+        allowed = self.row_with(t, column, sources)
+        if allowed is not None:
+            key, current = allowed
+            tests.append(
+                f"def test_{name}__{tag}_from_{_ident(current)}(call):\n"
+                f"    out = call({name!r}, {_kw({pk: key, **extra})})\n"
+                f"    assert out[{column!r}] == {target!r}\n"
+                f"    assert call('get_{t.entity}', {_kw({pk: key})})[{column!r}] == {target!r}\n"
+            )
+        blocked = self.row_with(t, column, refused[:1])
+        if blocked is not None:
+            key, current = blocked
+            tests.append(
+                f"def test_{name}__{tag}_refused_from_{_ident(current)}(call):\n"
+                f"    message = _expect_error(call, {name!r}, {_kw({pk: key, **extra})})\n"
+                f"    assert {target!r} in message and {current!r} in message, message\n"
+                f"    assert call('get_{t.entity}', {_kw({pk: key})})[{column!r}] == {current!r}\n"
+            )
+        if allowed is not None:
+            tests.append(
+                f"def test_{name}__{tag}_unknown_value(call):\n"
+                f"    message = _expect_error(call, {name!r}, "
+                f"{_kw({pk: allowed[0], **extra, column: 'banana'})})\n"
+                f"    assert {column!r} in message or 'banana' in message, message\n"
+            )
+        tests.append(
+            f"def test_{name}__{tag}_missing(call):\n"
+            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(t.column(pk).kind), **extra})})\n"
+        )
+        return tests
+
+    def row_with(self, t: Table, column: str, values: list[str]) -> tuple[Any, str] | None:
+        """(key, value) of the first row (by key) whose column holds one of values."""
+        if not values:
+            return None
+        marks = ", ".join("?" for _ in values)
+        found = self.conn.execute(
+            f'SELECT "{t.primary_key}", "{column}" FROM "{t.name}" WHERE "{column}" IN ({marks}) '
+            f'ORDER BY "{t.primary_key}" LIMIT 1',
+            values,
+        ).fetchone()
+        return None if found is None else (found[0], found[1])
 
     def delete_tool(self, t: Table) -> None:
         name, pk = f"delete_{t.entity}", t.primary_key
@@ -658,11 +840,20 @@ def _missing_key(kind: str) -> Any:
     return "NO-SUCH-KEY-zz9"
 
 
-def _changed_value(kind: str, value: Any) -> Any:
+def _ident(value: str) -> str:
+    """A value as part of a test function name."""
+    text = "".join(ch if ch.isalnum() else "_" for ch in str(value).lower()).strip("_")
+    return text[:30] or "value"
+
+
+def _changed_value(kind: str, value: Any, bound: dict | None = None) -> Any:
+    """A different value of the same kind, on the side of zero the column keeps."""
+    bound = bound or {}
+    step = -1 if "maximum" in bound else 1
     if kind == "integer":
-        return (value or 0) + 7
+        return (value or 0) + 7 * step
     if kind == "real":
-        return round((value or 0.0) + 1.25, 4)
+        return round((value or 0.0) + (1.0 if bound.get("integer") else 1.25) * step, 4)
     if kind in ("date", "datetime"):
         return "2001-02-03"
     return f"{value or ''} (updated)".strip()

@@ -170,6 +170,75 @@ def _aggregate(db, spec, params):
     return {"metric": metric, "column": column, "group_by": group_by, "groups": groups}
 
 
+def _check_rules(spec, name, value):
+    """Domain rules read from the data: observed state values, observed sign, whole numbers."""
+    if value is None:
+        return
+    where = spec["table"] + "." + name
+    state = spec.get("states", {}).get(name)
+    if state is not None and value not in state["values"]:
+        raise ValueError(f"{where} must be one of {state['values']}, got {value!r}")
+    bound = spec.get("bounds", {}).get(name)
+    if not bound or isinstance(value, str):
+        return
+    if "minimum" in bound and value < bound["minimum"]:
+        raise ValueError(
+            f"{where} must be >= {bound['minimum']} (no {name} below it exists), got {value!r}"
+        )
+    if "maximum" in bound and value > bound["maximum"]:
+        raise ValueError(
+            f"{where} must be <= {bound['maximum']} (no {name} above it exists), got {value!r}"
+        )
+    if bound.get("integer") and value != int(value):
+        raise ValueError(f"{where} must be a whole number (every {name} is), got {value!r}")
+
+
+def _state_moves(state):
+    parts = []
+    for value in state["values"]:
+        targets = state["transitions"].get(value) or []
+        parts.append(f"{value} -> {' | '.join(targets)}" if targets else f"{value}: final")
+    return "; ".join(parts)
+
+
+def _transition(db, spec, column, target, tool, params):
+    """Move one row's state column to target along the transitions the data shows."""
+    params = dict(params)
+    key = _take_key(spec, params)
+    state = spec["states"][column]
+    given = params.pop(column, None)
+    if target is None:
+        if given is None:
+            raise ValueError(f"missing required argument {column!r}")
+        target = given
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    if target not in state["values"]:
+        raise ValueError(
+            f"{spec['table']}.{column} must be one of {state['values']}, got {target!r}"
+        )
+    if given is not None and given != target:
+        raise ValueError(f"{tool} always sets {column} to {target!r}, got {given!r}")
+    current = _fetch(db, spec, key)[column]
+    allowed = state["transitions"].get(current) or []
+    if target not in allowed:
+        sources = [v for v in state["values"] if target in (state["transitions"].get(v) or [])]
+        if current is None:
+            reason = f"its {column} is empty"
+        elif not allowed:
+            reason = f"{current!r} is final"
+        else:
+            reason = f"from {current!r} only {allowed}"
+        raise PermissionError(
+            f"cannot move {spec['entity']} {key!r} from {column} {current!r} to {target!r}: "
+            f"{reason}; {target!r} is reached only from {sources or 'no value'} "
+            f"(allowed moves: {_state_moves(state)})"
+        )
+    sql = f'UPDATE "{spec["table"]}" SET "{column}" = ? WHERE "{spec["pk"]}" = ?'
+    db.execute(sql, (target, key))
+    return _fetch(db, spec, key)
+
+
 def _validate_row(db, spec, values, key=None):
     """Type, foreign-key and uniqueness checks shared by create and update."""
     columns = spec["columns"]
@@ -180,6 +249,7 @@ def _validate_row(db, spec, values, key=None):
         if value is None and columns[name]["not_null"]:
             raise ValueError(f"{spec['table']}.{name} is required and cannot be null")
         clean[name] = _check_value(spec["table"], name, columns[name]["kind"], value)
+        _check_rules(spec, name, clean[name])
     for name, (ref_table, ref_column) in spec["fks"].items():
         if clean.get(name) is not None:
             sql = f'SELECT 1 FROM "{ref_table}" WHERE "{ref_column}" = ?'
@@ -217,6 +287,14 @@ def _update(db, spec, params):
         raise ValueError(f"{spec['pk']} is the key and cannot be changed")
     if not values:
         raise ValueError("give at least one field to change")
+    for name in values:
+        state = spec.get("states", {}).get(name)
+        if state is not None:
+            raise PermissionError(
+                f"{spec['entity']} {name} cannot be set by update; use "
+                f"{', '.join(state['tools']) or 'no tool (no move is allowed)'}"
+                f" (allowed moves: {_state_moves(state)})"
+            )
     clean = _validate_row(db, spec, values, key)
     assignments = ", ".join(f'"{c}" = ?' for c in clean)
     sql = f'UPDATE "{spec["table"]}" SET {assignments} WHERE "{spec["pk"]}" = ?'

@@ -1,0 +1,101 @@
+"""English names for tables, entities and tools: `orders` -> order / orders, `people` -> person.
+
+Table names come from data files and SQL dumps, singular or plural, snake_case. Only the last
+word of a snake_case name is inflected (`order_items` -> `order_item`). `inflect` does the
+English (irregular plurals included); a few guards keep it from mangling words it would
+otherwise misread as plurals: Latin and Greek singulars ending in -us, -is, -ss (`status`,
+`bus`, `iris`, `chassis`), a handful of -as singulars (`gas`, `atlas`), acronyms without a vowel
+(`dns`), and uncountable nouns (`data`, `equipment`, `species`), which keep one form.
+`plural` always pluralises the singular, so an already plural name never doubles
+("orderses", "addresss").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import inflect
+
+_ENGINE = inflect.engine()
+
+UNCOUNTABLE = frozenset(
+    {
+        "data",
+        "metadata",
+        "information",
+        "equipment",
+        "news",
+        "media",
+        "software",
+        "hardware",
+        "feedback",
+        "staff",
+        "weather",
+        "series",
+        "species",
+        "traffic",
+        "evidence",
+        "research",
+        "advice",
+        "furniture",
+        "luggage",
+        "baggage",
+        "mail",
+        "music",
+        "sheep",
+        "fish",
+        "deer",
+        "aircraft",
+    }
+)
+_IRREGULAR_SINGULAR = {
+    "indices": "index",
+    "vertices": "vertex",
+    "matrices": "matrix",
+    "appendices": "appendix",
+    "apices": "apex",
+}
+_PLURAL_LOOKALIKES = frozenset(  # plurals that end like Latin singulars
+    {"menus", "gurus", "emus", "haikus", "tutus", "taxis", "skis", "kiwis", "wikis", "emojis"}
+)
+_AS_SINGULARS = frozenset(
+    {"gas", "atlas", "canvas", "alias", "bias", "pancreas", "christmas", "texas", "kansas"}
+)
+
+
+def _split(name: str) -> tuple[str, str]:
+    head, sep, last = name.rpartition("_")
+    return head + sep, last
+
+
+@lru_cache(maxsize=4096)
+def singular(name: str) -> str:
+    """The singular of a (snake_case) table name: orders -> order, addresses -> address."""
+    head, word = _split(name)
+    lower = word.lower()
+    if not lower or lower in UNCOUNTABLE or not any(v in lower for v in "aeiouy"):
+        return name
+    if lower in _IRREGULAR_SINGULAR:
+        return head + _match_case(word, _IRREGULAR_SINGULAR[lower])
+    if lower not in _PLURAL_LOOKALIKES and (
+        lower.endswith(("ss", "us", "is")) or lower in _AS_SINGULARS
+    ):
+        return name
+    found = _ENGINE.singular_noun(word)
+    if not found or len(found) < 2:
+        return name
+    return head + found
+
+
+@lru_cache(maxsize=4096)
+def plural(name: str) -> str:
+    """The plural of a (snake_case) name, singular or not: order -> orders, person -> people."""
+    base = singular(name)
+    head, word = _split(base)
+    if not word or word.lower() in UNCOUNTABLE or not any(v in word.lower() for v in "aeiouy"):
+        return base
+    return head + _ENGINE.plural_noun(word)
+
+
+def _match_case(original: str, word: str) -> str:
+    return word.capitalize() if original[:1].isupper() else word
