@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.discovery.naming import plural, singular
 from tasks.synthesis.environment_view import EnvironmentView
 
 ACTION_ALIASES = {
@@ -47,24 +48,6 @@ LIMIT_PARAMS = {"limit", "offset", "page", "page_size", "per_page", "max_results
 TEXT_PARAMS = {"query", "q", "search", "text", "keyword", "term", "name_contains", "contains"}
 DISPLAY_FIELDS = ("name", "title", "full_name", "label", "code", "username", "email")
 ACTION_COLUMNS = ("get", "search", "list", "count", "aggregate", "create", "update", "delete")
-
-
-def singular(word: str) -> str:
-    if word.endswith("ies") and len(word) > 3:
-        return word[:-3] + "y"
-    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def plural(word: str) -> str:
-    if word.endswith("y") and word[-2:-1] not in "aeiou":
-        return word[:-1] + "ies"
-    if word.endswith(("s", "x", "z", "ch", "sh")):
-        return word + "es"
-    return word + "s"
 
 
 def resolve_table(word: str, tables: dict[str, Any]) -> str | None:
