@@ -90,7 +90,7 @@ def _zip_members(path: Path, zf: zipfile.ZipFile) -> list[tuple[Member, zipfile.
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
             raise SourceError(f"{path.name}: member {info.filename!r} is a symlink")
-        if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise SourceError(f"{path.name}: member {info.filename!r} is not a regular file")
         if info.flag_bits & 0x1:
             raise SourceError(f"{path.name}: member {info.filename!r} is encrypted")

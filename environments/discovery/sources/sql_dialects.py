@@ -353,7 +353,7 @@ class DumpReader:
         self.tables: dict[str, TableDef] = {}
         self.enums: set[str] = set()
         self.skipped = 0
-        self.name = path.name
+        self.name = source if ":" in source else path.name
 
     def fail(self, line: int, message: str) -> SourceError:
         return SourceError(f"{self.name}: line {line}: {message}")

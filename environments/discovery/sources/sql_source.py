@@ -63,19 +63,20 @@ def load_sql_dump(
 
     path = Path(path)
     source = source or str(path)
+    label = source if ":" in source else path.name
     try:
         script = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path.name}: cannot read as UTF-8 text ({exc})") from exc
+        raise SourceError(f"{label}: cannot read as UTF-8 text ({exc})") from exc
     dialect = dialect or sql_dialect(script[:65536])
     if dialect in ("postgres", "mysql"):
         return load_dialect_dump(builder, path, script, dialect, source)
     try:
         statements = split_statements(script)
     except SourceError as exc:
-        raise SourceError(f"{path.name}: {exc}") from exc
+        raise SourceError(f"{label}: {exc}") from exc
     if not statements:
-        raise SourceError(f"{path.name}: no SQL statements")
+        raise SourceError(f"{label}: no SQL statements")
     conn = builder.conn
     before = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.set_authorizer(_authorizer)
@@ -85,19 +86,19 @@ def load_sql_dump(
                 continue
             if not _ALLOWED.match(statement):
                 verb = " ".join(statement.split()[:2])
-                raise SourceError(f"{path.name}: line {line_no}: statement not allowed: {verb}")
+                raise SourceError(f"{label}: line {line_no}: statement not allowed: {verb}")
             try:
                 conn.execute(statement)
             except sqlite3.Error as exc:
-                raise SourceError(f"{path.name}: line {line_no}: {exc}") from exc
+                raise SourceError(f"{label}: line {line_no}: {exc}") from exc
             except (OverflowError, ValueError) as exc:
-                raise SourceError(f"{path.name}: line {line_no}: {exc}") from exc
+                raise SourceError(f"{label}: line {line_no}: {exc}") from exc
     finally:
         conn.set_authorizer(None)
     after = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     specs = []
     if not [t for t in after if t not in before and not t.startswith("sqlite_")]:
-        raise SourceError(f"{path.name}: the SQL dump creates no table")
+        raise SourceError(f"{label}: the SQL dump creates no table")
     for table in after:
         if table in before or table.startswith("sqlite_") or table == PROVENANCE_TABLE:
             continue

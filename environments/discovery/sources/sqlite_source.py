@@ -44,9 +44,10 @@ def sqlite_tables(path: Path) -> list[tuple[str, str]]:
 def load_sqlite(builder: DatabaseBuilder, path: Path, source: str | None = None) -> list[TableSpec]:
     path = Path(path)
     source = source or str(path)
+    label = source if ":" in source else path.name
     tables = sqlite_tables(path)
     if not tables:
-        raise SourceError(f"{path.name}: the SQLite database has no tables")
+        raise SourceError(f"{label}: the SQLite database has no tables")
     src = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     src.execute("PRAGMA query_only = 1")
     src.execute("PRAGMA trusted_schema = OFF")
@@ -54,9 +55,9 @@ def load_sqlite(builder: DatabaseBuilder, path: Path, source: str | None = None)
     try:
         for name, create in tables:
             if name in builder.tables:
-                raise SourceError(f"{path.name}: table {name!r} is defined twice (from {source})")
+                raise SourceError(f"{label}: table {name!r} is defined twice (from {source})")
             if not _CREATE_TABLE.match(create) or re.search(r"\bVIRTUAL\b", create[:40], re.I):
-                raise SourceError(f"{path.name}: table {name!r} is not a plain table")
+                raise SourceError(f"{label}: table {name!r} is not a plain table")
             try:
                 builder.conn.execute(create)
                 cols = [r[1] for r in src.execute(f'PRAGMA table_info("{name}")')]
@@ -68,7 +69,7 @@ def load_sqlite(builder: DatabaseBuilder, path: Path, source: str | None = None)
                         f'INSERT INTO "{name}" ({quoted}) VALUES ({marks})', batch
                     )
             except sqlite3.Error as exc:
-                raise SourceError(f"{path.name}: table {name!r}: {exc}") from exc
+                raise SourceError(f"{label}: table {name!r}: {exc}") from exc
             specs.append(register_existing_table(builder, name, source, "sqlite"))
     finally:
         src.close()
