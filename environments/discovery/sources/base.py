@@ -55,6 +55,7 @@ class TableSpec:
     not_null: set[str] = field(default_factory=set)
     foreign_keys: dict[str, tuple[str, str]] = field(default_factory=dict)
     declared: bool = False  # created by SQL: its declared keys are kept as they are
+    link_by_value: bool = False  # JSON: id-like TEXT columns link to any key holding all values
 
 
 def sql_name(raw: str) -> str:
@@ -301,6 +302,24 @@ class DatabaseBuilder:
                     if values and values <= pk_values[other.name]:
                         spec.foreign_keys[column] = (other.name, other.primary_key)
                         break
+                if column in spec.foreign_keys or not spec.link_by_value:
+                    continue
+                if spec.types[column] != "TEXT":
+                    continue
+                rows = self.conn.execute(
+                    f'SELECT DISTINCT "{column}" FROM "{spec.name}" WHERE "{column}" IS NOT NULL'
+                ).fetchall()
+                values = {r[0] for r in rows}
+                if not values or not all(_id_like_value(v) for v in values):
+                    continue
+                for other in self.tables.values():
+                    if other.name == spec.name or not other.primary_key:
+                        continue
+                    if other.types.get(other.primary_key) != "TEXT":
+                        continue
+                    if values <= pk_values[other.name]:
+                        spec.foreign_keys[column] = (other.name, other.primary_key)
+                        break
 
     def finish(self) -> Path:
         """Declare foreign keys, check them, store provenance, rename into place."""
@@ -329,6 +348,16 @@ class DatabaseBuilder:
         self.conn.execute(f'INSERT INTO "{temp_name}" ({cols}) SELECT {cols} FROM "{spec.name}"')
         self.conn.execute(f'DROP TABLE "{spec.name}"')
         self.conn.execute(f'ALTER TABLE "{temp_name}" RENAME TO "{spec.name}"')
+
+
+def _id_like_value(value: Any) -> bool:
+    """An identifier rather than a word: no spaces, and a digit or '#' in it."""
+    return (
+        isinstance(value, str)
+        and 2 <= len(value) <= 64
+        and not any(ch.isspace() for ch in value)
+        and any(ch.isdigit() or ch == "#" for ch in value)
+    )
 
 
 def _name_suggests_reference(column: str, other: TableSpec) -> bool:

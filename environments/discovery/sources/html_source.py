@@ -114,39 +114,47 @@ def parse_html(text: str) -> _PageParser:
     return parser
 
 
-def load_html(builder: DatabaseBuilder, path: Path, table: str | None = None) -> list[TableSpec]:
+def load_html(
+    builder: DatabaseBuilder, path: Path, table: str | None = None, *, source: str | None = None
+) -> list[TableSpec]:
     path = Path(path)
+    source = source or str(path)
+    label = source if ":" in source else path.name
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path.name}: cannot read ({exc})") from exc
+        raise SourceError(f"{label}: cannot read ({exc})") from exc
     if "<" not in text:
-        raise SourceError(f"{path.name}: not an HTML document")
+        raise SourceError(f"{label}: not an HTML document")
     page = parse_html(text)
     specs = []
     for index, found in enumerate(page.tables, start=1):
         header = found["header"]
         if not header:
-            raise SourceError(f"{path.name}: table {index} has no header row (<th> cells)")
+            raise SourceError(f"{label}: table {index} has no header row (<th> cells)")
         rows = []
         for row_no, cells in enumerate(found["rows"], start=1):
             if len(cells) != len(header):
                 raise SourceError(
-                    f"{path.name}: table {index} row {row_no} has {len(cells)} cells, "
+                    f"{label}: table {index} row {row_no} has {len(cells)} cells, "
                     f"header has {len(header)}"
                 )
             rows.append(dict(zip(header, cells, strict=True)))
-        name = found["name"] or found["heading"] or f"{table or path.stem}_{index}"
-        detail = f"<table> {index} of {path.name}, {len(rows)} rows"
+        name = (
+            found["name"]
+            or found["heading"]
+            or f"{table or Path(source.split(':')[-1]).stem}_{index}"
+        )
+        detail = f"<table> {index} of {label}, {len(rows)} rows"
         specs.append(
-            builder.add_table(sql_name(name), rows, source=str(path), kind="html", detail=detail)
+            builder.add_table(sql_name(name), rows, source=source, kind="html", detail=detail)
         )
     if not specs:
         sections = [s for s in page.sections if s["text"] or s["heading"] != "(top)"]
         if not sections:
-            raise SourceError(f"{path.name}: no tables and no text sections found")
+            raise SourceError(f"{label}: no tables and no text sections found")
         rows = [{"section_no": i, **s} for i, s in enumerate(sections, start=1)]
-        name = f"{table or path.stem}_section"
-        detail = f"sections of page {page.title.strip() or path.name}"
-        specs.append(builder.add_table(name, rows, source=str(path), kind="html", detail=detail))
+        name = f"{table or Path(source.split(':')[-1]).stem}_section"
+        detail = f"sections of page {page.title.strip() or label}"
+        specs.append(builder.add_table(name, rows, source=source, kind="html", detail=detail))
     return specs

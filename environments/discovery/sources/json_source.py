@@ -1,124 +1,524 @@
-"""JSON documents -> tables; nested objects are flattened, nested lists become child tables.
+"""JSON and JSON Lines documents -> related tables.
 
-A list of objects becomes one table; a top-level object whose values are lists becomes one table
-per key; an object of objects keyed by id becomes a table with that key as a column. A list of
-objects nested in a record becomes a child table `<table>_<field>` whose rows carry the parent's
-key (a foreign key to the parent).
+Shapes understood, at any depth:
+
+- a list of objects -> a table (a top-level object whose values are such lists: one table each);
+- an object keyed by id (a dict whose values are all objects of one shape, e.g.
+  `{"products": {"9523456873": {...}}}`) -> a table with the key as a column (or, when every
+  object repeats its key in a field such as `product_id`, that field);
+- nested plain objects -> flattened columns (`address_city`);
+- a nested keyed object or list of objects -> a child table `<parent>_<field>` (`order_items`)
+  whose rows carry the parent's key as a foreign key column (`order_id`);
+- a list of scalars -> a child table `(parent key, position, value)`;
+- a sparse option map (many distinct keys, mostly absent) -> a key/value child table
+  `(parent key, key, value)` instead of columns; a table never gets more than `max_columns`
+  columns: wider objects are reshaped the same way or refused naming the JSON path.
+
+JSON strings stay TEXT (ids such as "9523456873", "0042" or "#W2378156" are never made
+INTEGER), except ISO dates and datetimes. Foreign keys between the resulting tables are inferred
+by value (every value of a column, or of a list child, is another table's key) when the builder
+finishes.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import DatabaseBuilder, SourceError, TableSpec, singular, sql_name
+from .base import (
+    _DATE,
+    _DATETIME,
+    DatabaseBuilder,
+    SourceError,
+    TableSpec,
+    _pick_primary_key,
+    sql_name,
+)
+from .limits import DEFAULT_LIMITS
+from .naming import singular
+
+_SCALARS = (str, int, float, bool, type(None))
+SPARSE_MIN_KEYS = 8  # an object field with more distinct keys than this...
+SPARSE_MAX_FILL = 0.5  # ...of which a record holds fewer than this share on average is sparse
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, name: str | None = None) -> Any:
     path = Path(path)
+    name = name or path.name
     try:
-        if path.suffix == ".jsonl":
-            return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"{path.name}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path.name}: cannot read ({exc})") from exc
+        raise SourceError(f"{name}: cannot read as UTF-8 text ({exc})") from exc
+    if not text.strip():
+        raise SourceError(f"{name}: empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        truncated = exc.pos >= len(text.rstrip()) - 1
+        what = "invalid JSON (the file looks truncated)" if truncated else "invalid JSON"
+        raise SourceError(
+            f"{name}: {what} at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+    except RecursionError as exc:
+        raise SourceError(f"{name}: JSON nested too deeply") from exc
 
 
-def _records(document: Any, name: str, source: str) -> dict[str, list[dict]]:
-    if isinstance(document, list):
-        if not document or not all(isinstance(d, dict) for d in document):
-            raise SourceError(f"{source}: {name!r} must be a non-empty list of objects")
-        return {name: document}
-    if isinstance(document, dict):
-        if document and all(isinstance(v, list) for v in document.values()):
-            out: dict[str, list[dict]] = {}
-            for key, value in document.items():
-                out.update(_records(value, key, source))
-            return out
-        if document and all(isinstance(v, dict) for v in document.values()):
-            key_col = f"{singular(sql_name(name))}_key"
-            return {name: [{key_col: k, **v} for k, v in document.items()]}
-    raise SourceError(f"{source}: expected a list of objects or an object of lists/objects")
-
-
-def _flatten(record: dict, prefix: str = "") -> tuple[dict, dict[str, list]]:
-    flat: dict[str, Any] = {}
-    nested: dict[str, list] = {}
-    for key, value in record.items():
-        column = f"{prefix}{sql_name(key)}"
-        if isinstance(value, dict):
-            sub_flat, sub_nested = _flatten(value, f"{column}_")
-            flat.update(sub_flat)
-            nested.update(sub_nested)
-        elif isinstance(value, list):
-            nested[column] = value
-        else:
-            flat[column] = value
-    return flat, nested
-
-
-def load_documents(
-    builder: DatabaseBuilder,
-    records: list[dict],
-    table: str,
-    source: str,
-    kind: str = "json",
-    parent_column: str | None = None,
-) -> TableSpec:
-    """Write records (and, recursively, their nested lists as child tables)."""
-    table = sql_name(table)
-    flats, children = [], []
-    for record in records:
-        if not isinstance(record, dict):
-            raise SourceError(f"{source}: {table!r} holds a non-object item {record!r:.60}")
-        flat, nested = _flatten(record)
-        flats.append(flat)
-        children.append(nested)
-    rows = [{k: f.get(k) for k in _ordered(flats)} for f in flats]
-    spec = builder.add_table(
-        table,
-        rows,
-        source=source,
-        kind=kind,
-        detail=f"{len(rows)} documents",
-        avoid_key=(parent_column,) if parent_column else (),
-    )
-    pk_values = [
-        r[0]
-        for r in builder.conn.execute(f'SELECT "{spec.primary_key}" FROM "{table}" ORDER BY rowid')
-    ]
-    fields = sorted(set().union(*(c.keys() for c in children)))
-    for field in fields:
-        child_rows = []
-        parent_col = f"{singular(table)}_{spec.primary_key}"
-        for parent_key, nested in zip(pk_values, children, strict=True):
-            for item in nested.get(field, []):
-                if isinstance(item, dict):
-                    flat_item = dict(item)
-                else:
-                    flat_item = {"value": item}
-                child_rows.append({parent_col: parent_key, **flat_item})
-        if not child_rows:
-            continue
-        child = load_documents(builder, child_rows, f"{table}_{field}", source, kind, parent_col)
-        builder.declare_foreign_key(child.name, parent_col, table, spec.primary_key)
-    return spec
-
-
-def _ordered(flats: list[dict]) -> list[str]:
-    order: list[str] = []
-    for flat in flats:
-        for key in flat:
-            if key not in order:
-                order.append(key)
-    return order
-
-
-def load_json(builder: DatabaseBuilder, path: Path, table: str | None = None) -> list[TableSpec]:
+def read_jsonl(path: Path, name: str | None = None) -> list[dict]:
     path = Path(path)
-    document = read_json(path)
-    tables = _records(document, table or path.stem, path.name)
-    return [load_documents(builder, rows, name, str(path)) for name, rows in tables.items()]
+    name = name or path.name
+    records = []
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SourceError(
+                        f"{name}: line {line_no}: invalid JSON ({exc.msg} at column {exc.colno})"
+                    ) from exc
+                if not isinstance(record, dict):
+                    raise SourceError(
+                        f"{name}: line {line_no}: a JSON Lines record must be an object"
+                    )
+                records.append(record)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{name}: cannot read as UTF-8 text ({exc})") from exc
+    if not records:
+        raise SourceError(f"{name}: no JSON records")
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape analysis
+
+
+@dataclass
+class Node:
+    kind: str  # scalar, json, object, keyed, list_obj, list_scalar, kv, empty
+    fields: dict[str, Node] = field(default_factory=dict)  # object: its fields
+    fill: float = 1.0  # object: average share of its keys a record holds
+
+    def width(self) -> int:
+        if self.kind in ("scalar", "json"):
+            return 1
+        if self.kind == "object":
+            return sum(n.width() for n in self.fields.values())
+        return 0
+
+    def has_children(self) -> bool:
+        if self.kind == "object":
+            return any(n.has_children() for n in self.fields.values())
+        return self.kind in ("keyed", "list_obj", "list_scalar", "kv")
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, _SCALARS)
+
+
+def _id_like(key: str) -> bool:
+    return any(ch.isdigit() for ch in key) or key.startswith("#")
+
+
+def is_keyed_map(maps: list[dict]) -> bool:
+    """Dicts whose values are all objects of one shape, keyed by ids (or many keys)."""
+    entries = [(k, v) for m in maps for k, v in m.items()]
+    if not entries or not all(isinstance(v, dict) and v for _, v in entries):
+        return False
+    keysets = [set(v) for _, v in entries]
+    union = set().union(*keysets)
+    common = set.intersection(*keysets)
+    # One shape: most of every object's fields are shared by all (sparse extras allowed).
+    shared = sum(len(k & common) for k in keysets) / max(1, sum(len(k) for k in keysets))
+    if not common or shared < 0.5:
+        return False
+    if any(_id_like(k) for k, _ in entries):
+        return True
+    if any(any(str(v.get(f)) == k for f in v) for k, v in entries[:20]):
+        return True  # the key repeated in a field
+    distinct = {k for k, _ in entries}
+    return len(distinct) >= 3 and len(union) >= 2
+
+
+def analyze(values: list[Any]) -> Node:
+    present = [v for v in values if v is not None]
+    if all(_is_scalar(v) for v in present):
+        return Node("scalar")
+    if all(isinstance(v, dict) for v in present):
+        if is_keyed_map(present):
+            return Node("keyed")
+        order: list[str] = []
+        seen: set[str] = set()
+        for value in present:
+            for key in value:
+                if key not in seen:
+                    seen.add(key)
+                    order.append(key)
+        fields = {key: analyze([v.get(key) for v in present if key in v]) for key in order}
+        fill = (
+            sum(len(v) for v in present) / (len(present) * len(order)) if present and order else 1
+        )
+        return Node("object", fields, fill)
+    if all(isinstance(v, list) for v in present):
+        items = [item for v in present for item in v if item is not None]
+        if not items:
+            return Node("empty")
+        if all(isinstance(i, dict) for i in items):
+            return Node("list_obj")
+        if all(_is_scalar(i) for i in items):
+            return Node("list_scalar")
+    return Node("json")
+
+
+def _sparse(node: Node) -> bool:
+    return (
+        node.kind == "object"
+        and not node.has_children()
+        and len(node.fields) > SPARSE_MIN_KEYS
+        and node.fill < SPARSE_MAX_FILL
+    )
+
+
+def _reshape(root: Node, extra: int, max_columns: int, path: str, source: str) -> None:
+    """Sparse option maps -> key/value children; then the widest objects until the table fits."""
+
+    def walk(node: Node):
+        for name, child in node.fields.items():
+            if child.kind == "object":
+                yield node, name, child
+                yield from walk(child)
+
+    for parent, name, child in list(walk(root)):
+        if _sparse(child):
+            parent.fields[name] = Node("kv")
+    while root.width() + extra > max_columns:
+        candidates = [
+            (child.width(), parent, name)
+            for parent, name, child in walk(root)
+            if not child.has_children() and child.width() > 1
+        ]
+        if not candidates:
+            raise SourceError(
+                f"{source}: {path} has {root.width() + extra} fields, more than the "
+                f"{max_columns}-column limit of a table; nest them in objects or lists"
+            )
+        _, parent, name = max(candidates, key=lambda c: c[0])
+        parent.fields[name] = Node("kv")
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+@dataclass
+class Parent:
+    table: str
+    entity: str  # singular stem of the parent rows ("order")
+    fk_column: str  # column in the child holding the parent's key ("order_id")
+    ref_column: str  # the parent's key column
+
+
+def _json_type(values: list[Any]) -> str:
+    seen = set()
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            seen.add("BOOLEAN")
+        elif isinstance(value, int):
+            seen.add("INTEGER")
+        elif isinstance(value, float):
+            seen.add("REAL")
+        elif isinstance(value, str):
+            if _DATE.match(value):
+                seen.add("DATE")
+            elif _DATETIME.match(value):
+                seen.add("DATETIME")
+            else:
+                return "TEXT"
+        else:
+            return "TEXT"
+    if not seen:
+        return "TEXT"
+    if len(seen) == 1:
+        return seen.pop()
+    if seen <= {"INTEGER", "REAL"}:
+        return "REAL"
+    if seen <= {"DATE", "DATETIME"}:
+        return "DATETIME"
+    return "TEXT"
+
+
+class JsonLoader:
+    def __init__(self, builder: DatabaseBuilder, source: str, name: str, max_columns: int):
+        self.builder, self.source, self.name, self.max_columns = builder, source, name, max_columns
+        self.specs: list[TableSpec] = []
+        self.kind = "json"
+
+    def table_name(self, raw: str) -> str:
+        base = sql_name(raw)
+        name, n = base, 2
+        while name in self.builder.tables or name in (s.name for s in self.specs):
+            name, n = f"{base}_{n}", n + 1
+        return name
+
+    # -- documents ------------------------------------------------------------------------------
+    def document(self, document: Any, stem: str) -> list[TableSpec]:
+        if isinstance(document, list):
+            if not document:
+                raise SourceError(
+                    f"{self.name}: the JSON document is an empty list: nothing to ingest"
+                )
+            self.array(document, stem, "$")
+        elif isinstance(document, dict):
+            if not document:
+                raise SourceError(
+                    f"{self.name}: the JSON document is an empty object: nothing to ingest"
+                )
+            if is_keyed_map([document]):
+                self.collection(stem, list(document.items()), "$.*", None)
+            else:
+                meta = {}
+                for key, value in document.items():
+                    path = f"$.{key}"
+                    if isinstance(value, list) and value:
+                        self.array(value, key, path)
+                    elif isinstance(value, dict) and value and is_keyed_map([value]):
+                        self.collection(key, list(value.items()), f"{path}.*", None)
+                    elif isinstance(value, list | dict) and not value:
+                        continue
+                    else:
+                        meta[key] = value
+                if meta:
+                    name = stem if not self.specs else f"{stem}_info"
+                    self.collection(name, [(None, meta)], "$", None)
+        else:
+            raise SourceError(f"{self.name}: the JSON document is a single value, not records")
+        if not self.specs:
+            raise SourceError(f"{self.name}: the JSON document holds no records")
+        return self.specs
+
+    def array(self, items: list, name: str, path: str) -> None:
+        if all(isinstance(i, dict) for i in items):
+            self.collection(name, [(None, i) for i in items], f"{path}[*]", None)
+        elif all(_is_scalar(i) for i in items):
+            rows = [{"position": n, "value": v} for n, v in enumerate(items, start=1)]
+            self.write(name, rows, "position", path, {"value": _json_type(items)})
+        else:
+            raise SourceError(
+                f"{self.name}: {path} mixes objects and other values; expected a list of objects"
+            )
+
+    # -- one collection of records ---------------------------------------------------------------
+    def collection(
+        self,
+        raw_name: str,
+        items: list[tuple[str | None, dict]],
+        path: str,
+        parent: Parent | None,
+        parent_values: list[Any] | None = None,
+        entity: str | None = None,
+    ) -> TableSpec | None:
+        records = [rec for _, rec in items]
+        for rec in records:
+            if not isinstance(rec, dict):
+                raise SourceError(f"{self.name}: {path} holds a non-object item {rec!r:.60}")
+        table = self.table_name(raw_name)
+        entity = entity or singular(sql_name(raw_name))
+        root = analyze(records)
+        if root.kind != "object":  # records are objects, so analyze gives an object node
+            root = Node("object", {}, 1.0)
+        key_column = None
+        keyed = any(k is not None for k, _ in items)
+        if keyed:
+            for fname in root.fields:
+                if root.fields[fname].kind == "scalar" and all(
+                    fname in rec and str(rec[fname]) == k for k, rec in items
+                ):
+                    key_column = sql_name(fname)
+                    break
+        extra_key = keyed and key_column is None
+        if extra_key:
+            key_column = (
+                f"{entity}_id"
+                if f"{entity}_id" not in map(sql_name, root.fields)
+                else f"{entity}_key"
+            )
+        extra = (1 if extra_key else 0) + (1 if parent else 0)
+        _reshape(root, extra, self.max_columns, path, self.name)
+
+        rows: list[dict[str, Any]] = []
+        children: list[list[tuple[str, str, Node, Any]]] = []
+        for index, (key, rec) in enumerate(items):
+            row: dict[str, Any] = {}
+            if parent:
+                row[parent.fk_column] = parent_values[index]
+            if extra_key:
+                row[key_column] = key
+            found: list[tuple[str, str, Node, Any]] = []
+            self.flatten(root, rec, "", row, found)
+            rows.append(row)
+            children.append(found)
+        columns: list[str] = []
+        for row in rows:
+            for column in row:
+                if column not in columns:
+                    columns.append(column)
+        if len(columns) > self.max_columns:
+            raise SourceError(
+                f"{self.name}: {path} makes {len(columns)} columns, more than the "
+                f"{self.max_columns}-column limit of a table"
+            )
+        rows = [{c: r.get(c) for c in columns} for r in rows]
+        types = {c: _json_type([r[c] for r in rows]) for c in columns}
+        if key_column and len({r[key_column] for r in rows}) == len(rows):
+            pk = key_column
+        elif keyed or parent:
+            pk = None  # keys unique only within their parent: a surrogate key
+        else:
+            avoid = {parent.fk_column} if parent else set()
+            pk = _pick_primary_key(table, [c for c in columns if c not in avoid], rows, types)
+        if pk is None:
+            pk = "id" if "id" not in columns else f"{table}_rowid"
+            for n, row in enumerate(rows, start=1):
+                row[pk] = n
+            types[pk] = "INTEGER"
+            rows = [{pk: r.pop(pk), **r} for r in rows]
+        spec = self.write(table, rows, pk, path, types)
+        if parent:
+            self.builder.declare_foreign_key(
+                table, parent.fk_column, parent.table, parent.ref_column
+            )
+        # Children, grouped by the field that produced them.
+        # The children's column for this table's key: a named key as it is ("order_id",
+        # "item_id"), anything else qualified by this table ("country_alpha_2", "order_item_id").
+        natural = pk != "id" and pk.endswith(("_id", "_key", "_code"))
+        me_fk = pk if natural or pk.startswith(f"{entity}_") else f"{singular(table)}_{pk}"
+        grouped: dict[str, tuple[str, Node, list]] = {}
+        for row, found in zip(rows, children, strict=True):
+            for column, field_path, node, value in found:
+                grouped.setdefault(column, (field_path, node, []))[2].append((row[pk], value))
+        for column, (field_path, node, pairs) in grouped.items():
+            self.child(table, entity, pk, me_fk, column, field_path, node, pairs, path)
+        return spec
+
+    def flatten(self, node: Node, rec: dict, prefix: str, row: dict, found: list) -> None:
+        for fname, sub in node.fields.items():
+            column = f"{prefix}{sql_name(fname)}"
+            value = rec.get(fname) if isinstance(rec, dict) else None
+            if sub.kind == "scalar":
+                row[column] = value
+            elif sub.kind == "json":
+                row[column] = None if value is None else json.dumps(value, sort_keys=True)
+            elif sub.kind == "object":
+                self.flatten(
+                    sub, value if isinstance(value, dict) else {}, f"{column}_", row, found
+                )
+            elif sub.kind == "empty":
+                continue
+            elif value is not None:
+                found.append((column, fname, sub, value))
+
+    def child(self, table, entity, pk, fk, column, field_path, node, pairs, path) -> None:
+        name = f"{entity}_{column}" if not column.startswith(f"{entity}_") else column
+        parent = Parent(table, entity, fk, pk)
+        child_entity = singular(column)
+        sub_path = f"{path}.{field_path}"
+        if node.kind == "keyed":
+            items, values = [], []
+            for parent_key, mapping in pairs:
+                for key, rec in mapping.items():
+                    items.append((key, rec))
+                    values.append(parent_key)
+            if items:
+                self.collection(name, items, f"{sub_path}.*", parent, values, child_entity)
+        elif node.kind == "list_obj":
+            items, values = [], []
+            for parent_key, lst in pairs:
+                for rec in lst:
+                    if rec is not None:
+                        items.append((None, rec))
+                        values.append(parent_key)
+            if items:
+                self.collection(name, items, f"{sub_path}[*]", parent, values, child_entity)
+        elif node.kind == "list_scalar":
+            rows = [
+                {fk: parent_key, "position": n, "value": v}
+                for parent_key, lst in pairs
+                for n, v in enumerate(lst, start=1)
+                if v is not None
+            ]
+            if rows:
+                self.scalar_child(name, rows, fk, parent, sub_path + "[*]")
+        elif node.kind == "kv":
+            rows = []
+            for parent_key, mapping in pairs:
+                for key, value in _leaves(mapping, ""):
+                    rows.append({fk: parent_key, "key": key, "value": value})
+            if rows:
+                self.scalar_child(name, rows, fk, parent, sub_path + ".*")
+
+    def scalar_child(self, raw: str, rows: list[dict], fk: str, parent: Parent, path: str) -> None:
+        table = self.table_name(raw)
+        types = {c: _json_type([r.get(c) for r in rows]) for c in rows[0]}
+        types[fk] = self.builder.tables[parent.table].types[parent.ref_column]
+        pk = "id" if "id" not in rows[0] else f"{table}_rowid"
+        rows = [{pk: n, **r} for n, r in enumerate(rows, start=1)]
+        types[pk] = "INTEGER"
+        self.write(table, rows, pk, path, types)
+        self.builder.declare_foreign_key(table, fk, parent.table, parent.ref_column)
+
+    def write(self, table: str, rows: list[dict], pk: str, path: str, types: dict) -> TableSpec:
+        table = self.table_name(table) if table in self.builder.tables else table
+        try:
+            spec = self.builder.add_table(
+                table,
+                rows,
+                source=self.source,
+                kind=self.kind,
+                detail=f"{len(rows)} records from {path}",
+                primary_key=pk,
+                types=types,
+            )
+        except SourceError as exc:
+            raise SourceError(f"{self.name}: {path}: {exc}") from exc
+        except Exception as exc:  # sqlite3 errors: name the JSON path that produced the table
+            raise SourceError(
+                f"{self.name}: {path} -> table {table}: cannot be stored ({exc})"
+            ) from exc
+        spec.link_by_value = True
+        self.specs.append(spec)
+        return spec
+
+
+def _leaves(mapping: Any, prefix: str):
+    if isinstance(mapping, dict):
+        for key, value in mapping.items():
+            yield from _leaves(value, f"{prefix}{key}" if not prefix else f"{prefix}.{key}")
+    elif isinstance(mapping, list):
+        yield prefix, json.dumps(mapping, sort_keys=True)
+    else:
+        yield prefix, mapping
+
+
+def load_json(
+    builder: DatabaseBuilder,
+    path: Path,
+    table: str | None = None,
+    *,
+    source: str | None = None,
+    max_columns: int = DEFAULT_LIMITS.max_columns,
+    lines: bool | None = None,
+) -> list[TableSpec]:
+    """Ingest a JSON document (or JSON Lines file) into related tables."""
+    path = Path(path)
+    name = source if source and ":" in source else Path(source or path).name
+    if lines is None:
+        lines = path.suffix.lower() in (".jsonl", ".ndjson")
+    document = read_jsonl(path, name) if lines else read_json(path, name)
+    loader = JsonLoader(builder, source or str(path), name, max_columns)
+    loader.kind = "jsonl" if lines else "json"
+    return loader.document(document, table or Path(name.split(":")[-1]).stem.split(".")[0])

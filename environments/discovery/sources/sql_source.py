@@ -53,16 +53,30 @@ def _authorizer(action, arg1, arg2, db_name, trigger):
     return sqlite3.SQLITE_OK
 
 
-def load_sql_dump(builder: DatabaseBuilder, path: Path) -> list[TableSpec]:
-    """Run a dump's DDL/DML, then register every resulting table with its declared keys."""
+def load_sql_dump(
+    builder: DatabaseBuilder, path: Path, source: str | None = None, dialect: str | None = None
+) -> list[TableSpec]:
+    """Ingest a SQL dump: PostgreSQL and MySQL dumps are read (never run) by `sql_dialects`;
+    SQLite dumps run their checked DDL/DML. Every resulting table keeps its declared keys."""
+    from .detect import sql_dialect
+    from .sql_dialects import load_dialect_dump
+
     path = Path(path)
+    source = source or str(path)
+    label = source if ":" in source else path.name
     try:
-        script = path.read_text(encoding="utf-8")
+        script = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path.name}: cannot read ({exc})") from exc
-    statements = split_statements(script)
+        raise SourceError(f"{label}: cannot read as UTF-8 text ({exc})") from exc
+    dialect = dialect or sql_dialect(script[:65536])
+    if dialect in ("postgres", "mysql"):
+        return load_dialect_dump(builder, path, script, dialect, source)
+    try:
+        statements = split_statements(script)
+    except SourceError as exc:
+        raise SourceError(f"{label}: {exc}") from exc
     if not statements:
-        raise SourceError(f"{path.name}: no SQL statements")
+        raise SourceError(f"{label}: no SQL statements")
     conn = builder.conn
     before = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.set_authorizer(_authorizer)
@@ -72,19 +86,23 @@ def load_sql_dump(builder: DatabaseBuilder, path: Path) -> list[TableSpec]:
                 continue
             if not _ALLOWED.match(statement):
                 verb = " ".join(statement.split()[:2])
-                raise SourceError(f"{path.name}: line {line_no}: statement not allowed: {verb}")
+                raise SourceError(f"{label}: line {line_no}: statement not allowed: {verb}")
             try:
                 conn.execute(statement)
             except sqlite3.Error as exc:
-                raise SourceError(f"{path.name}: line {line_no}: {exc}") from exc
+                raise SourceError(f"{label}: line {line_no}: {exc}") from exc
+            except (OverflowError, ValueError) as exc:
+                raise SourceError(f"{label}: line {line_no}: {exc}") from exc
     finally:
         conn.set_authorizer(None)
     after = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     specs = []
+    if not [t for t in after if t not in before and not t.startswith("sqlite_")]:
+        raise SourceError(f"{label}: the SQL dump creates no table")
     for table in after:
         if table in before or table.startswith("sqlite_") or table == PROVENANCE_TABLE:
             continue
-        specs.append(register_existing_table(builder, table, str(path), "sql"))
+        specs.append(register_existing_table(builder, table, source, "sql"))
     return specs
 
 
@@ -105,5 +123,5 @@ def register_existing_table(
         spec.foreign_keys[fk[3]] = (fk[2], fk[4])
     builder.tables[table] = spec
     count = conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
-    builder.add_provenance(table, source, kind, f"{count} rows from SQL dump")
+    builder.add_provenance(table, source, kind, f"{count} rows from {kind}")
     return spec

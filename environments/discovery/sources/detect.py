@@ -1,0 +1,148 @@
+"""What kind of data file this is, by its content first and its suffix second.
+
+`detect_format` returns one of FORMATS or raises SourceError: a binary file named `.csv` is refused,
+not parsed as text, and a text file is classified by what it starts with (SQL dump headers, JSON's
+first character, HTML tags) before its suffix is consulted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from pathlib import Path
+
+from .base import SourceError
+
+FORMATS = ("csv", "tsv", "json", "jsonl", "sqlite", "sql", "html", "zip", "tar")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEAD = 64 * 1024
+_BINARY_MAGIC = {
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"%PDF": "a PDF document",
+    b"\x7fELF": "an executable",
+    b"MZ": "a Windows executable",
+    b"BZh": "a bzip2 file",
+    b"\xd0\xcf\x11\xe0": "an old Office document",
+    b"PAR1": "a Parquet file",
+    b"\x28\xb5\x2f\xfd": "a zstd file",
+    b"Rar!": "a RAR archive",
+    b"7z\xbc\xaf": "a 7-Zip archive",
+}
+_SQL_START = re.compile(
+    r"^\s*(--|/\*|CREATE\s|INSERT\s|BEGIN|PRAGMA\s|SET\s|DROP\s|START\s+TRANSACTION|LOCK\s)",
+    re.IGNORECASE,
+)
+_HTML = re.compile(r"<(!doctype\s+html|html|head|body|table|div|h[1-6]|p|title)\b", re.IGNORECASE)
+
+
+def read_head(path: Path, size: int = _HEAD) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise SourceError(f"{Path(path).name}: cannot read ({exc.strerror or exc})") from exc
+
+
+def sql_dialect(text: str) -> str:
+    """'postgres', 'mysql' or 'sqlite' for the start of a SQL dump."""
+    if re.search(r"^--\s*PostgreSQL database dump", text, re.MULTILINE | re.IGNORECASE):
+        return "postgres"
+    if re.search(r"^--\s*(MySQL|MariaDB) dump", text, re.MULTILINE | re.IGNORECASE):
+        return "mysql"
+    if re.search(r"\bENGINE\s*=|/\*!\d{5}|^LOCK TABLES|`\w+`", text, re.MULTILINE | re.IGNORECASE):
+        return "mysql"
+    if re.search(
+        r"pg_catalog\.|^COPY\s+\S+.*FROM\s+stdin;|^SET\s+search_path|\bcharacter varying\b"
+        r"|\bALTER TABLE ONLY\b",
+        text,
+        re.MULTILINE | re.IGNORECASE,
+    ):
+        return "postgres"
+    return "sqlite"
+
+
+def detect_format(path: Path) -> str:
+    """The format of a data file: csv, tsv, json, jsonl, sqlite, sql, html, zip or tar."""
+    path = Path(path)
+    name = path.name
+    if not path.is_file():
+        raise SourceError(f"{name}: not a regular file")
+    head = read_head(path)
+    suffix = path.suffix.lower()
+    if not head:
+        raise SourceError(f"{name}: empty file")
+    if head.startswith(SQLITE_MAGIC):
+        return "sqlite"
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "zip"
+    if head[257:262] == b"ustar" or head.startswith((b"\x1f\x8b", b"\xfd7zXZ", b"BZh")):
+        try:
+            if tarfile.is_tarfile(path):
+                return "tar"
+        except (OSError, EOFError, tarfile.TarError) as exc:
+            raise SourceError(f"{name}: damaged compressed file ({exc})") from exc
+        if head.startswith(b"\x1f\x8b"):
+            raise SourceError(
+                f"{name}: a gzip-compressed file that is not a tar archive is not supported; "
+                "send the file itself or a .zip/.tar.gz of it"
+            )
+    for magic, what in _BINARY_MAGIC.items():
+        if head.startswith(magic):
+            raise SourceError(f"{name}: the content is {what}, not a supported data file")
+    if b"\x00" in head:
+        raise SourceError(f"{name}: binary content (NUL bytes), not a text data file")
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut by the prefix is fine; anything else is not UTF-8.
+        if len(head) == _HEAD and exc.start >= len(head) - 4:
+            text = head[: exc.start].decode("utf-8-sig")
+        else:
+            raise SourceError(
+                f"{name}: not UTF-8 text (byte {exc.start}); binary or another encoding"
+            ) from exc
+    control = sum(1 for ch in text[:4096] if ord(ch) < 32 and ch not in "\t\r\n\f")
+    if control > 8:
+        raise SourceError(f"{name}: binary content (control characters), not a text data file")
+    stripped = text.lstrip()
+    if not stripped:
+        raise SourceError(f"{name}: empty file (only whitespace)")
+    first = stripped[0]
+    if first in "{[":
+        if suffix in (".jsonl", ".ndjson") or _looks_like_jsonl(stripped):
+            return "jsonl"
+        return "json"
+    if suffix == ".sql" or re.search(
+        r"^--\s*(PostgreSQL|MySQL|MariaDB) database dump|^--\s*(MySQL|MariaDB) dump",
+        text,
+        re.MULTILINE | re.IGNORECASE,
+    ):
+        return "sql"
+    if _SQL_START.match(stripped) and re.search(r"CREATE\s+TABLE", text, re.IGNORECASE):
+        return "sql"
+    if first == "<":
+        if _HTML.search(stripped[:4096]):
+            return "html"
+        raise SourceError(f"{name}: markup that is not HTML (XML is not supported)")
+    if suffix in (".html", ".htm"):
+        raise SourceError(f"{name}: named .html but holds no HTML")
+    first_line = stripped.splitlines()[0]
+    if suffix == ".tsv" or ("\t" in first_line and "," not in first_line):
+        return "tsv"
+    if suffix in (".csv", ".txt", "") or any(d in first_line for d in ",;|"):
+        return "csv"
+    raise SourceError(f"{name}: unsupported file type {suffix or '(no suffix)'}")
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    lines = [ln for ln in text.splitlines()[:3] if ln.strip()]
+    if len(lines) < 2 or not lines[0].lstrip().startswith("{"):
+        return False
+    try:
+        json.loads(lines[0])
+    except json.JSONDecodeError:
+        return False
+    return lines[1].lstrip().startswith("{")

@@ -1,0 +1,815 @@
+"""PostgreSQL (`pg_dump` plain) and MySQL/MariaDB (`mysqldump`) dumps -> SQLite tables.
+
+The dump is never executed: it is split into statements (strings, quoted identifiers, comments,
+`/*!40101 ... */` conditional comments, dollar quotes, `DELIMITER` and `COPY ... FROM stdin;`
+data blocks understood), and only what describes tables and their rows is interpreted:
+
+- CREATE TABLE: columns with their types mapped to SQLite (serial/int -> INTEGER, numeric/decimal
+  -> REAL, character varying/text/enum -> TEXT, timestamp [with time zone]/datetime -> DATETIME,
+  date -> DATE, boolean/tinyint(1) -> BOOLEAN, bytea/blob -> BLOB), NOT NULL, PRIMARY KEY,
+  UNIQUE, REFERENCES and table constraints (composite keys, CONSTRAINT ... FOREIGN KEY);
+- ALTER TABLE [ONLY] ... ADD [CONSTRAINT ...] PRIMARY KEY / FOREIGN KEY / UNIQUE;
+- CREATE [UNIQUE] INDEX on plain columns;
+- INSERT INTO ... VALUES (...), (...) and COPY ... FROM stdin rows, each value converted to its
+  column's type (a mismatch is a SourceError naming the line).
+
+Everything else (SET, SELECT pg_catalog.set_config/setval, sequences, CREATE SCHEMA/TYPE/
+FUNCTION, COMMENT ON, OWNER TO, GRANT, LOCK/UNLOCK TABLES, DROP TABLE, `\\restrict`) is skipped.
+Rows go into staging tables first; once the whole dump is read (pg_dump adds keys at the end) the
+final tables are created with their keys and filled from the staging tables.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .base import DatabaseBuilder, SourceError, TableSpec, sql_name
+
+_STR_PG = r"(?:[Ee]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*')"
+_STR_MY = r"(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\")"
+_TOKEN = {
+    dialect: re.compile(
+        rf"""\s+|(?P<str>{s})|(?P<qid>"(?:[^"]|"")*")|(?P<bid>`(?:[^`]|``)*`)
+        |(?P<hex>0x[0-9A-Fa-f]+|[Xx]'[0-9A-Fa-f]*')
+        |(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+        |(?P<word>[A-Za-z_][A-Za-z0-9_$]*)|(?P<op>::|.)""",
+        re.VERBOSE | re.DOTALL,
+    )
+    for dialect, s in (("postgres", _STR_PG), ("mysql", _STR_MY))
+}
+_MY_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+_COPY_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)")
+_COPY_MAP = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_COPY_HEAD = re.compile(r"^COPY\s+(.+?)\s*(\((.*?)\))?\s+FROM\s+stdin", re.IGNORECASE | re.DOTALL)
+_COLUMN_STOP = {
+    "NOT", "NULL", "DEFAULT", "PRIMARY", "UNIQUE", "REFERENCES", "AUTO_INCREMENT", "COLLATE",
+    "CHECK", "GENERATED", "COMMENT", "CONSTRAINT", "ON", "CHARACTER", "CHARSET", "KEY",
+    "AUTOINCREMENT", "IDENTITY", "INVISIBLE", "VISIBLE", "STORAGE", "COLUMN_FORMAT",
+}  # fmt: skip
+_TABLE_CONSTRAINT = {"PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN", "CHECK",
+                     "FULLTEXT", "SPATIAL", "EXCLUDE", "PERIOD"}  # fmt: skip
+
+
+@dataclass
+class Tok:
+    kind: str  # str, id, word, num, hex, op
+    text: str
+    value: Any = None
+
+    @property
+    def up(self) -> str:
+        return self.text.upper() if self.kind == "word" else ""
+
+
+@dataclass
+class TableDef:
+    name: str
+    line: int
+    columns: list[str] = field(default_factory=list)
+    types: dict[str, str] = field(default_factory=dict)
+    not_null: set[str] = field(default_factory=set)
+    primary_key: list[str] = field(default_factory=list)
+    unique: list[list[str]] = field(default_factory=list)
+    foreign_keys: list[tuple[list[str], str, list[str]]] = field(default_factory=list)
+    indexes: list[tuple[str, list[str], bool]] = field(default_factory=list)
+    rows: int = 0
+
+    @property
+    def stage(self) -> str:
+        return f"{self.name}__aw_stage"
+
+
+def split_dump(text: str, dialect: str):
+    """Yield (line number, statement, copy data lines or None) for every statement of a dump."""
+    pos, line, n = 0, 1, len(text)
+    delimiter = ";"
+    special = re.compile(r"[;'\"`\n$#-/\\]" if dialect == "mysql" else r"[;'\"\n$-/\\]")
+    string_re = re.compile(_STR_MY if dialect == "mysql" else _STR_PG, re.DOTALL)
+    while pos < n:
+        # Skip blank space and whole-line comments between statements.
+        while pos < n:
+            if text[pos] in " \t\r\n":
+                line += text[pos] == "\n"
+                pos += 1
+            elif text.startswith("--", pos) or (dialect == "mysql" and text[pos] == "#"):
+                end = text.find("\n", pos)
+                pos = n if end < 0 else end
+            elif text[pos] == "\\" and dialect == "postgres":  # psql meta-command (\restrict)
+                end = text.find("\n", pos)
+                pos = n if end < 0 else end
+            elif dialect == "mysql" and re.match(r"DELIMITER\s+(\S+)", text[pos : pos + 40], re.I):
+                match = re.match(r"DELIMITER\s+(\S+)", text[pos : pos + 40], re.I)
+                delimiter = match.group(1)
+                end = text.find("\n", pos)
+                pos = n if end < 0 else end
+            else:
+                break
+        if pos >= n:
+            return
+        start_line, parts, seg = line, [], pos
+        while True:
+            match = special.search(text, pos)
+            if match is None:
+                rest = "".join(parts) + text[seg:]
+                if rest.strip():
+                    raise SourceError(f"line {start_line}: unterminated SQL statement")
+                return
+            i, ch = match.start(), match.group()
+            if ch == "\n":
+                line += 1
+                pos = i + 1
+            elif ch in "'\"" or (ch == "`" and dialect == "mysql"):
+                if ch == "'" and dialect == "postgres" and i > 0 and text[i - 1] in "Ee":
+                    m = re.compile(_STR_PG, re.DOTALL).match(text, i - 1)
+                elif ch == "'":
+                    m = string_re.match(text, i)
+                elif ch == "`":
+                    m = re.compile(r"`(?:[^`]|``)*`").match(text, i)
+                elif dialect == "mysql":
+                    m = string_re.match(text, i)
+                else:
+                    m = re.compile(r'"(?:[^"]|"")*"').match(text, i)
+                if m is None:
+                    raise SourceError(f"line {line}: unterminated string or quoted name")
+                line += text.count("\n", i, m.end())
+                pos = m.end()
+            elif ch == "$" and dialect == "postgres":
+                m = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$").match(text, i)
+                if m is None:
+                    pos = i + 1
+                    continue
+                end = text.find(m.group(), m.end())
+                if end < 0:
+                    raise SourceError(f"line {line}: unterminated dollar-quoted string")
+                line += text.count("\n", i, end)
+                pos = end + len(m.group())
+            elif ch == "-" and text.startswith("--", i) or ch == "#":
+                parts.append(text[seg:i])
+                end = text.find("\n", i)
+                pos = seg = n if end < 0 else end
+            elif ch == "/" and text.startswith("/*", i):
+                end = text.find("*/", i + 2)
+                if end < 0:
+                    raise SourceError(f"line {line}: unterminated /* comment */")
+                parts.append(text[seg:i] + " ")
+                line += text.count("\n", i, end)
+                pos = seg = end + 2
+            elif ch == "\\" and dialect == "mysql":
+                pos = i + 2
+            elif (
+                ch == ";"
+                and text.startswith(delimiter, i)
+                or (delimiter != ";" and ch != ";" and text.startswith(delimiter, i))
+            ):
+                parts.append(text[seg:i])
+                statement = "".join(parts).strip()
+                pos = i + len(delimiter)
+                copy_rows = None
+                if dialect == "postgres" and _COPY_HEAD.match(statement):
+                    copy_rows, pos, line = _copy_block(text, pos, line)
+                if statement:
+                    yield start_line, statement, copy_rows
+                break
+            else:
+                pos = i + 1
+
+
+def _copy_block(text: str, pos: int, line: int):
+    """The data lines after `COPY ... FROM stdin;` up to `\\.`: ([(line, raw)], pos, line)."""
+    end = text.find("\n", pos)
+    if end < 0:
+        raise SourceError(f"line {line}: COPY without data")
+    pos, line = end + 1, line + 1
+    rows = []
+    while True:
+        end = text.find("\n", pos)
+        raw = text[pos:] if end < 0 else text[pos:end]
+        if raw.rstrip("\r") == "\\.":
+            return rows, (len(text) if end < 0 else end + 1), line + 1
+        if end < 0:
+            raise SourceError(f"line {line}: COPY data block is not terminated by \\.")
+        rows.append((line, raw.rstrip("\r")))
+        pos, line = end + 1, line + 1
+
+
+def tokenize(statement: str, dialect: str, line: int) -> list[Tok]:
+    tokens: list[Tok] = []
+    pattern = _TOKEN[dialect]
+    pos = 0
+    for m in pattern.finditer(statement):
+        if m.start() != pos:
+            raise SourceError(f"line {line}: cannot read {statement[pos : pos + 30]!r}")
+        pos = m.end()
+        kind = m.lastgroup
+        if kind is None:
+            continue
+        text = m.group()
+        if kind == "str":
+            if dialect == "mysql" and text[0] == '"':
+                tokens.append(Tok("str", text, _unescape_mysql(text[1:-1], '"')))
+            elif dialect == "mysql":
+                tokens.append(Tok("str", text, _unescape_mysql(text[1:-1], "'")))
+            elif text[0] in "Ee":
+                tokens.append(Tok("str", text, _unescape_pg_e(text[2:-1])))
+            else:
+                tokens.append(Tok("str", text, text[1:-1].replace("''", "'")))
+        elif kind == "qid":
+            tokens.append(Tok("id", text, text[1:-1].replace('""', '"')))
+        elif kind == "bid":
+            tokens.append(Tok("id", text, text[1:-1].replace("``", "`")))
+        elif kind == "hex":
+            digits = text[2:] if text.startswith("0x") else text[2:-1]
+            tokens.append(
+                Tok("hex", text, bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits))
+            )
+        elif kind == "word":
+            tokens.append(Tok("word", text, text))
+        else:
+            tokens.append(Tok(kind, text, text))
+    if pos != len(statement):
+        raise SourceError(f"line {line}: cannot read {statement[pos : pos + 30]!r}")
+    return tokens
+
+
+def _unescape_mysql(body: str, quote: str) -> str:
+    body = body.replace(quote * 2, quote)
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append(_MY_ESCAPES.get(nxt, "\\" + nxt if nxt in "%_" else nxt))
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _unescape_pg_e(body: str) -> str:
+    return _COPY_ESCAPE.sub(_copy_unescape_one, body.replace("''", "'"))
+
+
+def _copy_unescape_one(m: re.Match) -> str:
+    esc = m.group(1)
+    if esc[0] == "x" and len(esc) > 1:
+        return chr(int(esc[1:], 16))
+    if esc[0] in "01234567":
+        return chr(int(esc, 8))
+    return _COPY_MAP.get(esc, esc)
+
+
+def _name(tok: Tok) -> str:
+    return str(tok.value)
+
+
+def map_type(raw: str, enums: set[str]) -> str:
+    """SQLite declared type for a PostgreSQL/MySQL column type."""
+    text = raw.lower().strip()
+    base = re.sub(r"\(.*?\)", "", text).strip()
+    base = base.split(".")[-1].strip('"`').strip()
+    if base.endswith("[]") or base.startswith("_"):
+        return "TEXT"
+    if base in enums or base.startswith(("enum", "set")):
+        return "TEXT"
+    if text.startswith("tinyint(1)") or base in ("boolean", "bool", "bit"):
+        return "BOOLEAN"
+    words = base.split()
+    head = words[0] if words else ""
+    if head in ("serial", "bigserial", "smallserial", "serial4", "serial8", "integer", "int",
+                "int2", "int4", "int8", "bigint", "smallint", "tinyint", "mediumint", "year"):  # fmt: skip
+        return "INTEGER"
+    if head in ("numeric", "decimal", "real", "float", "float4", "float8", "double", "money",
+                "dec", "fixed"):  # fmt: skip
+        return "REAL"
+    if head in ("timestamp", "timestamptz", "datetime"):
+        return "DATETIME"
+    if head == "date":
+        return "DATE"
+    if head in ("bytea", "blob", "tinyblob", "mediumblob", "longblob", "binary", "varbinary"):
+        return "BLOB"
+    return "TEXT"
+
+
+def _split_items(tokens: list[Tok]) -> list[list[Tok]]:
+    items, current, depth = [], [], 0
+    for tok in tokens:
+        if tok.kind == "op" and tok.text == "(":
+            depth += 1
+        elif tok.kind == "op" and tok.text == ")":
+            depth -= 1
+        if depth == 0 and tok.kind == "op" and tok.text == ",":
+            items.append(current)
+            current = []
+        else:
+            current.append(tok)
+    if current:
+        items.append(current)
+    return items
+
+
+def _paren_names(tokens: list[Tok], i: int) -> tuple[list[str], int]:
+    """Names inside the parentheses starting at tokens[i]; (names, index after ')')."""
+    if i >= len(tokens) or tokens[i].text != "(":
+        raise ValueError("expected (")
+    names, depth, j = [], 0, i
+    while j < len(tokens):
+        tok = tokens[j]
+        if tok.text == "(" and tok.kind == "op":
+            depth += 1
+        elif tok.text == ")" and tok.kind == "op":
+            depth -= 1
+            if depth == 0:
+                return names, j + 1
+        elif depth == 1 and tok.kind in ("word", "id"):
+            names.append(sql_name(_name(tok)))
+            # `col(10)` prefix lengths and ASC/DESC: skip what follows the name
+        j += 1
+    raise ValueError("unbalanced (")
+
+
+def _qualified(tokens: list[Tok], i: int) -> tuple[str, int]:
+    """A possibly schema-qualified name starting at tokens[i]: (sql name, next index)."""
+    name = _name(tokens[i])
+    i += 1
+    while i + 1 < len(tokens) and tokens[i].text == "." and tokens[i + 1].kind in ("word", "id"):
+        name = _name(tokens[i + 1])
+        i += 2
+    return sql_name(name), i
+
+
+class DumpReader:
+    """Reads one PostgreSQL or MySQL dump into the builder's connection."""
+
+    def __init__(self, builder: DatabaseBuilder, path: Path, dialect: str, source: str):
+        self.builder, self.path, self.dialect, self.source = builder, path, dialect, source
+        self.conn = builder.conn
+        self.tables: dict[str, TableDef] = {}
+        self.enums: set[str] = set()
+        self.skipped = 0
+        self.name = source if ":" in source else path.name
+
+    def fail(self, line: int, message: str) -> SourceError:
+        return SourceError(f"{self.name}: line {line}: {message}")
+
+    def read(self, text: str) -> list[TableSpec]:
+        try:
+            for line, statement, copy_rows in split_dump(text, self.dialect):
+                self.statement(line, statement, copy_rows)
+        except SourceError as exc:
+            if str(exc).startswith(self.name):
+                raise
+            raise SourceError(f"{self.name}: {exc}") from exc
+        if not self.tables:
+            raise SourceError(f"{self.name}: the {self.dialect} dump has no CREATE TABLE")
+        return self.finish()
+
+    def statement(self, line: int, statement: str, copy_rows) -> None:
+        head = statement[:80].upper().split()
+        if not head:
+            return
+        if head[0] == "COPY" and copy_rows is not None:
+            return self.copy(line, statement, copy_rows)
+        if head[0] == "INSERT" or head[0] == "REPLACE":
+            return self.insert(line, statement)
+        if head[0] == "CREATE":
+            words = [w for w in head[1:4] if w not in ("UNLOGGED", "TEMPORARY", "TEMP", "OR")]
+            if words and words[0] == "TABLE":
+                return self.create_table(line, statement)
+            if words[:2] == ["UNIQUE", "INDEX"] or words[:1] == ["INDEX"]:
+                return self.create_index(line, statement)
+            if words and words[0] == "TYPE" and re.search(r"\bAS\s+ENUM\b", statement, re.I):
+                tokens = tokenize(statement, self.dialect, line)
+                self.enums.add(_qualified(tokens, 2)[0])
+                return
+        if head[0] == "ALTER" and len(head) > 1 and head[1] == "TABLE":
+            return self.alter_table(line, statement)
+        if head[0] in ("UPDATE", "DELETE", "TRUNCATE"):
+            raise self.fail(line, f"{head[0]} statements are not supported in a dump")
+        self.skipped += 1
+
+    def create_table(self, line: int, statement: str) -> None:
+        tokens = tokenize(statement, self.dialect, line)
+        i = 2
+        while i < len(tokens) and tokens[i].up in ("TABLE", "IF", "NOT", "EXISTS", "ONLY"):
+            i += 1
+        if i >= len(tokens):
+            raise self.fail(line, "CREATE TABLE without a name")
+        name, i = _qualified(tokens, i)
+        if name in self.tables or name in self.builder.tables:
+            raise self.fail(line, f"table {name!r} is defined twice")
+        if i >= len(tokens) or tokens[i].text != "(":
+            raise self.fail(line, f"CREATE TABLE {name}: only column lists are supported")
+        depth, j = 0, i
+        for j in range(i, len(tokens)):
+            if tokens[j].kind == "op" and tokens[j].text == "(":
+                depth += 1
+            elif tokens[j].kind == "op" and tokens[j].text == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+        table = TableDef(name, line)
+        try:
+            for item in _split_items(tokens[i + 1 : j]):
+                if not item:
+                    continue
+                if item[0].up in _TABLE_CONSTRAINT and item[0].kind == "word":
+                    self.constraint(table, item)
+                else:
+                    self.column(table, item)
+        except (ValueError, IndexError) as exc:
+            raise self.fail(line, f"CREATE TABLE {name}: cannot read ({exc})") from exc
+        if not table.columns:
+            raise self.fail(line, f"CREATE TABLE {name} has no columns")
+        self.tables[name] = table
+        cols = ", ".join(f'"{c}" {table.types[c]}' for c in table.columns)
+        try:
+            self.conn.execute(f'CREATE TABLE "{table.stage}" ({cols})')
+        except sqlite3.Error as exc:
+            raise self.fail(line, f"CREATE TABLE {name}: {exc}") from exc
+
+    def column(self, table: TableDef, item: list[Tok]) -> None:
+        column = sql_name(_name(item[0]))
+        if column in table.types:
+            raise ValueError(f"column {column} twice")
+        k, type_parts, depth = 1, [], 0
+        while k < len(item):
+            tok = item[k]
+            if depth == 0 and k > 1 and tok.kind == "word" and tok.up in _COLUMN_STOP:
+                following = item[k + 1].up if k + 1 < len(item) else ""
+                if tok.up != "CHARACTER" or following == "SET":
+                    break
+            if tok.text == "(":
+                depth += 1
+            elif tok.text == ")":
+                depth -= 1
+            type_parts.append(tok.text)
+            k += 1
+        raw_type = re.sub(r"\s*([(),])\s*", r"\1", " ".join(type_parts))
+        table.columns.append(column)
+        table.types[column] = map_type(raw_type, self.enums)
+        rest = [t.up for t in item[k:]]
+        for n, word in enumerate(rest):
+            if word == "NOT" and n + 1 < len(rest) and rest[n + 1] == "NULL":
+                table.not_null.add(column)
+            elif word == "PRIMARY":
+                table.primary_key = [column]
+            elif word == "UNIQUE":
+                table.unique.append([column])
+            elif word == "REFERENCES":
+                ref_at = k + n + 1
+                ref, after = _qualified(item, ref_at)
+                ref_cols = (
+                    _paren_names(item, after)[0]
+                    if after < len(item) and item[after].text == "("
+                    else []
+                )
+                table.foreign_keys.append(([column], ref, ref_cols))
+        if "SERIAL" in raw_type.upper() or "AUTO_INCREMENT" in rest:
+            table.not_null.add(column)
+
+    def constraint(self, table: TableDef, item: list[Tok]) -> None:
+        k = 0
+        if item[0].up == "CONSTRAINT":
+            k = 2
+        word = item[k].up
+        if word == "PRIMARY":
+            cols, _ = _paren_names(item, self._to_paren(item, k))
+            table.primary_key = cols
+        elif word == "UNIQUE":
+            cols, _ = _paren_names(item, self._to_paren(item, k))
+            table.unique.append(cols)
+        elif word == "FOREIGN":
+            cols, after = _paren_names(item, self._to_paren(item, k))
+            while item[after].up != "REFERENCES":
+                after += 1
+            ref, after = _qualified(item, after + 1)
+            ref_cols = (
+                _paren_names(item, after)[0]
+                if after < len(item) and item[after].text == "("
+                else []
+            )
+            table.foreign_keys.append((cols, ref, ref_cols))
+        elif word in ("KEY", "INDEX"):
+            name = _name(item[k + 1]) if item[k + 1].kind in ("word", "id") else ""
+            cols, _ = _paren_names(item, self._to_paren(item, k))
+            table.indexes.append((sql_name(name or "_".join(cols)), cols, False))
+        # CHECK, FULLTEXT, SPATIAL, EXCLUDE: not kept
+
+    @staticmethod
+    def _to_paren(item: list[Tok], k: int) -> int:
+        while k < len(item) and item[k].text != "(":
+            k += 1
+        return k
+
+    def alter_table(self, line: int, statement: str) -> None:
+        tokens = tokenize(statement, self.dialect, line)
+        i = 2
+        while i < len(tokens) and tokens[i].up in ("ONLY", "IF", "EXISTS"):
+            i += 1
+        name, i = _qualified(tokens, i)
+        table = self.tables.get(name)
+        actions = _split_items(tokens[i:])
+        for action in actions:
+            if not action or action[0].up != "ADD":
+                self.skipped += 1
+                continue
+            body = action[1:]
+            if body and body[0].up in _TABLE_CONSTRAINT and body[0].up not in ("CHECK",):
+                if table is None:
+                    raise self.fail(line, f"ALTER TABLE {name}: no such table")
+                try:
+                    self.constraint(table, body)
+                except (ValueError, IndexError) as exc:
+                    raise self.fail(line, f"ALTER TABLE {name}: cannot read ({exc})") from exc
+            else:
+                self.skipped += 1
+
+    def create_index(self, line: int, statement: str) -> None:
+        tokens = tokenize(statement, self.dialect, line)
+        unique = tokens[1].up == "UNIQUE"
+        i = 3 if unique else 2
+        while i < len(tokens) and tokens[i].up in ("CONCURRENTLY", "IF", "NOT", "EXISTS"):
+            i += 1
+        index_name = sql_name(_name(tokens[i]))
+        while i < len(tokens) and tokens[i].up != "ON":
+            i += 1
+        i += 1
+        while i < len(tokens) and tokens[i].up == "ONLY":
+            i += 1
+        name, i = _qualified(tokens, i)
+        while i < len(tokens) and tokens[i].text != "(":
+            i += 1
+        try:
+            cols, _ = _paren_names(tokens, i)
+        except ValueError:
+            self.skipped += 1
+            return
+        table = self.tables.get(name)
+        if table and cols and all(c in table.types for c in cols):
+            table.indexes.append((index_name, cols, unique))
+        else:
+            self.skipped += 1
+
+    def _target(
+        self, line: int, name: str, columns: list[str] | None
+    ) -> tuple[TableDef, list[str]]:
+        table = self.tables.get(name)
+        if table is None:
+            raise self.fail(line, f"data for table {name!r}, which the dump never creates")
+        if columns is None:
+            return table, table.columns
+        unknown = [c for c in columns if c not in table.types]
+        if unknown:
+            raise self.fail(line, f"{name}: unknown column {unknown[0]!r}")
+        return table, columns
+
+    def _write(self, line: int, table: TableDef, columns: list[str], rows: list[tuple]) -> None:
+        quoted = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        try:
+            self.conn.executemany(f'INSERT INTO "{table.stage}" ({quoted}) VALUES ({marks})', rows)
+        except sqlite3.Error as exc:
+            raise self.fail(line, f"{table.name}: {exc}") from exc
+        table.rows += len(rows)
+
+    def convert(self, line: int, table: TableDef, column: str, value: Any) -> Any:
+        if value is None:
+            return None
+        declared = table.types[column]
+        try:
+            if declared == "INTEGER":
+                if isinstance(value, bool):
+                    return int(value)
+                if isinstance(value, (int, float)) and float(value).is_integer():
+                    return int(value)
+                return int(str(value).strip())
+            if declared == "REAL":
+                return float(value)
+            if declared == "BOOLEAN":
+                text = str(value).strip().lower()
+                if text in ("t", "true", "1", "y", "yes", "on"):
+                    return 1
+                if text in ("f", "false", "0", "n", "no", "off"):
+                    return 0
+                raise ValueError(value)
+            if declared == "BLOB":
+                if isinstance(value, bytes):
+                    return value
+                text = str(value)
+                if text.startswith("\\x"):
+                    return bytes.fromhex(text[2:])
+                return text.encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise self.fail(
+                line, f"{table.name}.{column}: {value!r} is not a valid {declared.lower()} value"
+            ) from exc
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                return value
+        return str(value) if not isinstance(value, str) else value
+
+    def copy(self, line: int, statement: str, copy_rows: list[tuple[int, str]]) -> None:
+        head = _COPY_HEAD.match(statement)
+        tokens = tokenize(head.group(1), self.dialect, line)
+        name, _ = _qualified(tokens, 0)
+        columns = None
+        if head.group(3) is not None:
+            col_tokens = tokenize(head.group(3), self.dialect, line)
+            columns = [sql_name(_name(t)) for t in col_tokens if t.kind in ("word", "id")]
+        table, columns = self._target(line, name, columns)
+        batch = []
+        for data_line, raw in copy_rows:
+            fields = raw.split("\t")
+            if len(fields) != len(columns):
+                raise self.fail(
+                    data_line, f"{name}: {len(fields)} values for {len(columns)} columns"
+                )
+            values = []
+            for column, text in zip(columns, fields, strict=True):
+                value = None if text == "\\N" else _COPY_ESCAPE.sub(_copy_unescape_one, text)
+                if table.types[column] == "BLOB" and value is not None and text.startswith("\\\\x"):
+                    value = bytes.fromhex(text[3:])
+                values.append(self.convert(data_line, table, column, value))
+            batch.append(tuple(values))
+            if len(batch) >= 5000:
+                self._write(data_line, table, columns, batch)
+                batch = []
+        if batch:
+            self._write(line, table, columns, batch)
+
+    def insert(self, line: int, statement: str) -> None:
+        tokens = tokenize(statement, self.dialect, line)
+        i = 1
+        while i < len(tokens) and tokens[i].up in (
+            "INTO",
+            "IGNORE",
+            "LOW_PRIORITY",
+            "DELAYED",
+            "HIGH_PRIORITY",
+        ):
+            i += 1
+        name, i = _qualified(tokens, i)
+        columns = None
+        if i < len(tokens) and tokens[i].text == "(":
+            columns, i = _paren_names(tokens, i)
+        if i >= len(tokens) or tokens[i].up not in ("VALUES", "VALUE"):
+            raise self.fail(line, f"INSERT INTO {name}: only INSERT ... VALUES is supported")
+        table, columns = self._target(line, name, columns)
+        i += 1
+        rows, row_no = [], 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.text == "(":
+                row_no += 1
+                values, i = self._tuple(line, tokens, i + 1, name, row_no)
+                if len(values) != len(columns):
+                    raise self.fail(
+                        line,
+                        f"{name}: row {row_no} has {len(values)} values for {len(columns)} columns",
+                    )
+                rows.append(
+                    tuple(
+                        self.convert(line, table, c, v)
+                        for c, v in zip(columns, values, strict=True)
+                    )
+                )
+            elif tok.text in (",", ";"):
+                i += 1
+            elif tok.up == "ON":  # ON CONFLICT / ON DUPLICATE KEY UPDATE: the values are kept
+                break
+            else:
+                raise self.fail(line, f"{name}: unexpected {tok.text!r} in VALUES")
+        if not rows:
+            raise self.fail(line, f"INSERT INTO {name} without rows")
+        self._write(line, table, columns, rows)
+
+    def _tuple(self, line: int, tokens: list[Tok], i: int, name: str, row_no: int):
+        values: list[Any] = []
+        expect_value = True
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.text == ")" and tok.kind == "op":
+                return values, i + 1
+            if tok.text == "," and tok.kind == "op":
+                expect_value = True
+                i += 1
+                continue
+            if not expect_value:
+                if tok.text == "::":  # PostgreSQL cast: skip the type name
+                    i += 2
+                    while (
+                        i < len(tokens)
+                        and tokens[i].text in ("[", "]", "(", ")")
+                        and tokens[i].text != ")"
+                    ):
+                        i += 1
+                    continue
+                raise self.fail(line, f"{name}: row {row_no}: unexpected {tok.text!r}")
+            sign = 1
+            if tok.text in ("-", "+") and tok.kind == "op":
+                sign = -1 if tok.text == "-" else 1
+                i += 1
+                tok = tokens[i]
+            if tok.kind == "word" and tok.up in ("_BINARY", "_UTF8MB4", "_UTF8", "_LATIN1"):
+                i += 1
+                tok = tokens[i]
+            if tok.kind == "str" or tok.kind == "hex":
+                values.append(tok.value)
+            elif tok.kind == "num":
+                number = float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
+                values.append(sign * number)
+            elif tok.up == "NULL":
+                values.append(None)
+            elif tok.up in ("TRUE", "FALSE"):
+                values.append(tok.up == "TRUE")
+            else:
+                raise self.fail(
+                    line, f"{name}: row {row_no}: unsupported value {tok.text!r} (only literals)"
+                )
+            expect_value = False
+            i += 1
+        raise self.fail(line, f"{name}: row {row_no} is not closed")
+
+    def finish(self) -> list[TableSpec]:
+        from .sql_source import register_existing_table
+
+        specs = []
+        for table in self.tables.values():
+            parts = []
+            for column in table.columns:
+                text = f'"{column}" {table.types[column]}'
+                if column in table.not_null or column in table.primary_key:
+                    text += " NOT NULL"
+                parts.append(text)
+            if table.primary_key:
+                missing = [c for c in table.primary_key if c not in table.types]
+                if missing:
+                    raise SourceError(
+                        f"{self.name}: {table.name}: primary key column {missing[0]!r} does not exist"
+                    )
+                parts.append("PRIMARY KEY (" + ", ".join(f'"{c}"' for c in table.primary_key) + ")")
+            for cols in table.unique:
+                if cols and all(c in table.types for c in cols) and cols != table.primary_key:
+                    parts.append("UNIQUE (" + ", ".join(f'"{c}"' for c in cols) + ")")
+            for cols, ref, ref_cols in table.foreign_keys:
+                target = self.tables.get(ref)
+                if target is None and ref not in self.builder.tables:
+                    raise SourceError(
+                        f"{self.name}: {table.name}.{','.join(cols)} references table {ref!r}, "
+                        "which the dump does not create"
+                    )
+                ref_cols = ref_cols or (target.primary_key if target else [])
+                if len(ref_cols) != len(cols):
+                    raise SourceError(
+                        f"{self.name}: {table.name}: foreign key {cols} -> {ref} does not match the key"
+                    )
+                parts.append(
+                    "FOREIGN KEY ("
+                    + ", ".join(f'"{c}"' for c in cols)
+                    + f') REFERENCES "{ref}" ('
+                    + ", ".join(f'"{c}"' for c in ref_cols)
+                    + ")"
+                )
+            quoted = ", ".join(f'"{c}"' for c in table.columns)
+            try:
+                self.conn.execute(f'CREATE TABLE "{table.name}" ({", ".join(parts)})')
+                self.conn.execute(
+                    f'INSERT INTO "{table.name}" ({quoted}) SELECT {quoted} FROM "{table.stage}"'
+                )
+                self.conn.execute(f'DROP TABLE "{table.stage}"')
+                for index_name, cols, unique in table.indexes:
+                    kind = "UNIQUE INDEX" if unique else "INDEX"
+                    self.conn.execute(
+                        f'CREATE {kind} IF NOT EXISTS "{table.name}__{index_name}" ON "{table.name}" ('
+                        + ", ".join(f'"{c}"' for c in cols)
+                        + ")"
+                    )
+            except sqlite3.IntegrityError as exc:
+                raise SourceError(
+                    f"{self.name}: table {table.name} (created at line {table.line}): the rows break "
+                    f"its keys ({exc})"
+                ) from exc
+            except sqlite3.Error as exc:
+                raise SourceError(
+                    f"{self.name}: table {table.name} (line {table.line}): {exc}"
+                ) from exc
+            spec = register_existing_table(
+                self.builder, table.name, self.source, f"sql:{self.dialect}"
+            )
+            specs.append(spec)
+        return specs
+
+
+def load_dialect_dump(
+    builder: DatabaseBuilder, path: Path, text: str, dialect: str, source: str | None = None
+) -> list[TableSpec]:
+    return DumpReader(builder, Path(path), dialect, source or str(path)).read(text)
