@@ -37,7 +37,7 @@ from .base import (
     sql_name,
 )
 from .limits import DEFAULT_LIMITS
-from .naming import singular
+from ..naming import singular
 
 _SCALARS = (str, int, float, bool, type(None))
 SPARSE_MIN_KEYS = 8  # an object field with more distinct keys than this...
