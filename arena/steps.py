@@ -307,15 +307,15 @@ def current_version(environment: Environment | None) -> Environment:
 
 def build_in_category(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
     """Mine a new environment in the weak category from an offline source not yet built."""
-    from environments.discovery.catalogue import STARTER_SPECS
-    from environments.jobs import build_environment
+    from environments.build.request import BuildRequest, builtin_sources
+    from environments.jobs import run_build
 
     category = proposal.category
     wanted = category.primary().name if category else None
     built = set(Environment.objects.values_list("name", flat=True))
-    for spec in STARTER_SPECS:
+    for spec in builtin_sources():
         if spec["category"]["primary"] == wanted and spec["name"] not in built:
-            return build_environment(ctx, spec["name"])
+            return run_build(ctx, BuildRequest.for_source(spec["name"]), fail_on_reject=False)
     raise ValueError(
         f"no unbuilt offline data source in {wanted or 'that category'}; configure AW_LLM_BASE_URL "
         "for the research agent or add a source"

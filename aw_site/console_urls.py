@@ -12,6 +12,15 @@ urlpatterns = [
     path("", views.home, name="home"),
     # Catalogue and environments
     path("environments/", environment_views.catalogue, name="catalogue"),
+    path("environments/new/", environment_views.new_environment, name="environment-new"),
+    path(
+        "environments/builds/<int:job>/", environment_views.build_status, name="environment-build"
+    ),
+    path(
+        "environments/builds/<int:job>/progress/",
+        environment_views.build_progress,
+        name="environment-build-progress",
+    ),
     path("environments/<int:pk>/", environment_views.environment_detail, name="environment-detail"),
     path(
         "environments/<int:pk>/tabs/<slug:tab>/",

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "aw_site.middleware.RequestSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -174,6 +175,11 @@ AW_API_MAX_PAGE_OFFSET = int(os.environ.get("AW_API_MAX_PAGE_OFFSET", "10000"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AW_MAX_REQUEST_BYTES", str(10 * 1024 * 1024)))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+# Uploaded data files (POST /api/environments/build/ multipart, the console's New environment
+# page). Django counts only the non-file fields of a multipart body against
+# DATA_UPLOAD_MAX_MEMORY_SIZE; the file itself is checked against this limit (by Content-Length
+# before parsing, then by its size), and files over FILE_UPLOAD_MAX_MEMORY_SIZE stream to disk.
+AW_MAX_UPLOAD_BYTES = int(os.environ.get("AW_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agent-World API",
     "DESCRIPTION": "Environments, tasks, training runs and evolution rounds of Agent-World.",

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from aw_site.jobs import enqueue
 from aw_site.jobs_api import JobSerializer
+from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
+from environments.build import submit
+from environments.build.request import BuildRequest, BuildRequestError
+from environments.build.uploads import store_upload
 from environments.models import Category, Environment, Theme, Tool
 
 
@@ -95,6 +101,7 @@ class EnvironmentDetailSerializer(EnvironmentSerializer):
             "manifest",
             "provenance",
             "verification_report",
+            "build_yield",
             "task_audit",
             "package_path",
         ]
@@ -150,10 +157,37 @@ class ThemeImportSerializer(serializers.Serializer):
 
 
 class BuildEnvironmentsSerializer(serializers.Serializer):
+    """The bulk form: {"sources": [NAME, ...]} (all built-in sources when omitted)."""
+
     sources = serializers.ListField(
         child=serializers.CharField(max_length=120), required=False, max_length=200
     )
     workers = serializers.IntegerField(min_value=1, max_value=64, default=2)
+
+    def validate_sources(self, names):
+        for name in names:
+            try:
+                BuildRequest.for_source(name)
+            except BuildRequestError as exc:
+                raise serializers.ValidationError(str(exc)) from exc
+        return names
+
+
+class BuildFieldsSerializer(serializers.Serializer):
+    """One build: {"source": NAME, ...} as JSON, or multipart with a `file`."""
+
+    source = serializers.CharField(max_length=120, required=False, allow_blank=True)
+    name = serializers.CharField(max_length=60, required=False, allow_blank=True)
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    category = serializers.CharField(max_length=400, required=False, allow_blank=True)
+    options = serializers.DictField(required=False)
+
+
+def refuse(message: str) -> Response:
+    return Response(
+        {"error": message, "detail": {"detail": [message]}}, status=status.HTTP_400_BAD_REQUEST
+    )
 
 
 class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
@@ -186,8 +220,44 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
         environment.transition(Environment.Status.RETIRED)
         return Response(EnvironmentSerializer(environment).data)
 
-    @action(detail=False, methods=["post"])
+    @action(detail=False, methods=["post"], parser_classes=[SafeJSONParser, MultiPartParser])
     def build(self, request):
+        """Build one environment from a built-in source (JSON {"source": NAME}) or an uploaded
+        file (multipart: file, name, title, category "Primary/Secondary/Tertiary"), or many
+        built-in sources ({"sources": [...]}). Everything is validated before a job is queued;
+        the answer is the job (202)."""
+        # A multipart body over AW_MAX_UPLOAD_BYTES is refused before parsing by
+        # aw_site.middleware.RequestSizeLimitMiddleware; the file's own size is checked here.
+        limit = settings.AW_MAX_UPLOAD_BYTES
+        data = request.data
+        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        bulk = isinstance(data, dict) and "sources" in data and not data.get("source")
+        if upload is None and bulk:
+            return self._build_many(request)
+        fields = BuildFieldsSerializer(data=data)
+        fields.is_valid(raise_exception=True)
+        values = {k: v for k, v in fields.validated_data.items() if v not in ("", None)}
+        source = values.pop("source", "")
+        try:
+            if upload is not None:
+                if source:
+                    raise BuildRequestError("give a built-in source or a file, not both")
+                if upload.size > limit:
+                    raise BuildRequestError(
+                        f"{upload.name}: file too large ({upload.size} bytes; limit {limit} bytes)"
+                    )
+                stored = store_upload(upload.chunks(), upload.name or "")
+                build_request = submit.upload_request(stored, **values)
+            elif request.content_type.startswith("multipart/") and not source:
+                raise BuildRequestError("no file: send the file in the multipart field 'file'")
+            else:
+                build_request = submit.source_request(source, **values)
+        except BuildRequestError as exc:
+            return refuse(str(exc))
+        job = submit.queue_build(build_request, request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    def _build_many(self, request):
         payload = BuildEnvironmentsSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         with transaction.atomic():

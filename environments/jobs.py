@@ -13,7 +13,9 @@ from django.db import transaction
 from aw_site.jobs import JobContext, enqueue, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
-from environments.discovery import catalogue
+from environments.build import pipeline
+from environments.build.request import BuildRequest, builtin_names, builtin_source
+from environments.build.uploads import remove_upload
 from environments.models import Environment, Theme
 from environments.registry import record_package
 
@@ -25,11 +27,8 @@ def packages_root() -> Path:
 
 
 def starter_spec(name: str) -> dict[str, Any]:
-    for spec in catalogue.STARTER_SPECS:
-        if spec["name"] == name:
-            return spec
-    known = ", ".join(s["name"] for s in catalogue.STARTER_SPECS)
-    raise ValueError(f"unknown source {name!r}; known sources: {known}")
+    """A built-in source's spec (sources.json); ValueError naming the known ones otherwise."""
+    return builtin_source(name)
 
 
 def stage(ctx: JobContext, start: float, end: float):
@@ -42,89 +41,129 @@ def build_catalogue(
     ctx: JobContext, sources: list[str] | None = None, workers: int = 2
 ) -> dict[str, Any]:
     """Fan out one build job per source to the sandbox queue, so workers build in parallel."""
-    names = sources or [spec["name"] for spec in catalogue.STARTER_SPECS]
-    for name in names:
-        starter_spec(name)  # refuse unknown names before anything is enqueued
+    names = sources or builtin_names()
+    requests = [BuildRequest.for_source(name) for name in names]  # refuse unknown names first
     children = []
     with transaction.atomic():
-        for name in names:
+        for request in requests:
             child = enqueue(
-                "environments.build_environment",
-                {"source": name},
+                "environments.build",
+                request.as_dict(),
                 user=ctx.job.created_by,
-                target=f"source:{name}",
+                target=request.target,
             )
             children.append(child.pk)
     ctx.progress(1.0, f"enqueued {len(children)} environment builds")
     return {"jobs": children}
 
 
+@job("environments.build", queue=Job.Queue.SANDBOX)
+def build(ctx: JobContext, **request: Any) -> dict[str, Any]:
+    """The one build job (REST API, console, CLI, catalogue fan-out): a BuildRequest as JSON.
+
+    A build that fails leaves a REJECTED row whose failure_reason names the stage, and fails
+    the job with the same reason."""
+    return run_build(ctx, BuildRequest.from_dict(request))
+
+
 @job("environments.build_environment", queue=Job.Queue.SANDBOX)
 def build_environment(ctx: JobContext, source: str) -> dict[str, Any]:
-    """Mine, design tools, verify in the sandbox and publish one environment version."""
-    spec = starter_spec(source)
+    """Deprecated alias of `environments.build` for one built-in source (jobs queued before the
+    build entry point): an unverified build is recorded REJECTED and the job succeeds."""
+    return run_build(ctx, BuildRequest.for_source(source), fail_on_reject=False)
+
+
+def run_build(
+    ctx: JobContext, request: BuildRequest, fail_on_reject: bool = True
+) -> dict[str, Any]:
+    """Run the pipeline for one request on a draft row; adopt the package or reject the row.
+
+    Whatever happens, the temp directory goes; the upload goes too unless this attempt was
+    interrupted (the retry needs it). A package published but not recorded is removed."""
     discard_interrupted_draft(ctx)
-    environment = draft_environment(spec)
+    environment = draft_environment(request.spec(), created_by=ctx.job.created_by)
     ctx.checkpoint(draft_environment=environment.pk)
-    workdir = Path(tempfile.mkdtemp(prefix=f"aw-mine-{source}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"aw-build-{request.name}-"))
+    final = True
+
+    def record_yield(stage_name: str, build_yield: dict[str, Any]) -> None:
+        fields: dict[str, Any] = {"build_yield": build_yield}
+        if stage_name == "schema" and environment.category_id is None:
+            from environments.registry import category_for
+
+            category = category_for({"category": build_yield["schema"]["category"]})
+            fields["category"] = category
+        Environment.objects.filter(pk=environment.pk).update(**fields)
+        ctx.log(f"{stage_name}: {_yield_line(build_yield[stage_name])}")
+        if stage_name == "tools":
+            environment.refresh_from_db()
+            environment.transition(Environment.Status.VERIFYING)
+
     try:
         environment.transition(Environment.Status.MINING)
-        mined = catalogue.mine_environment(spec, workdir, stage(ctx, 0.0, 0.25))
-        designed = catalogue.design_tools(
-            mined["db_path"],
-            spec["title"],
-            llm_settings(),
-            {"title": spec["title"], "description": spec["description"]},
-            stage(ctx, 0.25, 0.4),
+        outcome = pipeline.run_pipeline(
+            request,
+            root=packages_root(),
+            workdir=workdir,
+            version=environment.version,
+            llm=llm_settings() if request.options.use_llm else None,
+            progress=ctx.progress,
+            on_stage=record_yield,
         )
-        environment.transition(Environment.Status.VERIFYING)
-        checked = catalogue.verify_environment(
-            spec["name"],
-            mined["db_path"],
-            designed["schema_tools"],
-            designed["llm_tools"],
-            spec["category"],
-            progress=stage(ctx, 0.4, 0.9),
-        )
-        ctx.log(checked["explanation"][:2000])
-        if not checked["report"]["verified"]:
-            environment.verification_report = checked["report"]
-            environment.transition(
-                Environment.Status.REJECTED, reason=checked["explanation"][:5000]
-            )
-            return {"environment": environment.pk, "verified": False}
-        versioned = {**spec, "version": environment.version}
-        path = catalogue.publish(
-            packages_root(),
-            versioned,
-            mined["db_path"],
-            checked["tools"],
-            checked["report"],
-            stage(ctx, 0.9, 0.97),
-        )
-        recorded = adopt_draft(environment, path, checked["report"])
+        ctx.log(outcome.explanation[:2000])
+        recorded = adopt_draft(environment, outcome.path, outcome.report, outcome.build_yield)
         ctx.progress(1.0, f"published {recorded.label} with {recorded.tool_count} verified tools")
         return {
             "environment": recorded.pk,
+            "label": recorded.label,
             "verified": True,
             "tools": recorded.tool_count,
-            "path": path,
+            "path": outcome.path,
+            "build_yield": outcome.build_yield,
         }
+    except pipeline.BuildFailed as exc:
+        if exc.__cause__ is not None and interrupted(exc.__cause__):
+            final = False
+            raise exc.__cause__ from None  # the retry discards this draft and builds again
+        remove_unrecorded_package(packages_root() / request.name / f"v{environment.version}")
+        reject_draft(environment, str(exc), exc.build_yield, getattr(exc, "report", None))
+        if exc.stage == "verify" and not fail_on_reject:
+            return {"environment": environment.pk, "verified": False}
+        raise
     except Exception as exc:
         if interrupted(exc):
+            final = False
             raise  # the retry discards this draft and builds the version again
-        environment.refresh_from_db()
-        if environment.status in (
-            Environment.Status.MINING,
-            Environment.Status.VERIFYING,
-            Environment.Status.DRAFT,
-        ):
-            environment.transition(
-                Environment.Status.REJECTED, reason=f"{type(exc).__name__}: {exc}"
-            )
+        remove_unrecorded_package(packages_root() / request.name / f"v{environment.version}")
+        reject_draft(environment, f"publish stage failed: {type(exc).__name__}: {exc}")
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if final and request.upload_dir:
+            remove_upload(request.upload_dir)
+
+
+def _yield_line(values: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {v}" for k, v in values.items() if isinstance(v, int | float | str) and k != "path"
+    )[:300]
+
+
+def reject_draft(
+    environment: Environment,
+    reason: str,
+    build_yield: dict[str, Any] | None = None,
+    report: dict[str, Any] | None = None,
+) -> None:
+    """Mark an unfinished draft REJECTED with the reason (and what each stage yielded)."""
+    environment.refresh_from_db()
+    if environment.status not in UNFINISHED:
+        return
+    if build_yield is not None:
+        environment.build_yield = build_yield
+    if report is not None:
+        environment.verification_report = report
+    environment.transition(Environment.Status.REJECTED, reason=reason[:5000])
 
 
 UNFINISHED = (Environment.Status.DRAFT, Environment.Status.MINING, Environment.Status.VERIFYING)
@@ -154,7 +193,9 @@ def remove_unrecorded_package(package_dir: Path) -> bool:
     return True
 
 
-def draft_environment(spec: dict[str, Any], parent: Environment | None = None) -> Environment:
+def draft_environment(
+    spec: dict[str, Any], parent: Environment | None = None, created_by: Any = None
+) -> Environment:
     """The row that shows a build in progress, and why it failed if it does."""
     from environments.registry import category_for
 
@@ -176,6 +217,7 @@ def draft_environment(spec: dict[str, Any], parent: Environment | None = None) -
         theme=theme,
         category=category_for(spec),
         parent=parent,
+        created_by=created_by,
     )
 
 
@@ -187,16 +229,26 @@ def next_version(name: str) -> int:
         .values_list("version", flat=True)
         .first()
     )
-    on_disk = catalogue.next_version_on_disk(packages_root(), name) - 1
+    on_disk = pipeline.next_version_on_disk(packages_root(), name) - 1
     return max(latest or 0, on_disk) + 1
 
 
 @transaction.atomic
-def adopt_draft(draft: Environment, package_path: str, report: dict[str, Any]) -> Environment:
+def adopt_draft(
+    draft: Environment,
+    package_path: str,
+    report: dict[str, Any],
+    build_yield: dict[str, Any] | None = None,
+) -> Environment:
     """Replace the in-progress row by the recorded package (same name, the package's version)."""
-    theme, parent = draft.theme, draft.parent
+    theme, parent, created_by = draft.theme, draft.parent, draft.created_by
     Environment.objects.filter(pk=draft.pk).delete()
-    return record_package(package_path, verification=report, theme=theme, parent=parent)
+    recorded = record_package(package_path, verification=report, theme=theme, parent=parent)
+    Environment.objects.filter(pk=recorded.pk).update(
+        build_yield=build_yield or {}, created_by=created_by
+    )
+    recorded.build_yield, recorded.created_by = build_yield or {}, created_by
+    return recorded
 
 
 @job("environments.complexify", queue=Job.Queue.SANDBOX)
@@ -224,10 +276,10 @@ def complexify_environment(
         restore_provenance(db_path, base.provenance)
         records = complexify(db_path, rounds=rounds, rows_per_table=rows_per_table, seed=seed)
         ctx.progress(0.3, f"complexified in {len(records)} round(s)")
-        designed = catalogue.design_tools(
+        designed = pipeline.design_tools(
             db_path, base.title, llm_settings(), None, stage(ctx, 0.3, 0.4)
         )
-        checked = catalogue.verify_environment(
+        checked = pipeline.verify_environment(
             base.name,
             db_path,
             designed["schema_tools"],
@@ -241,9 +293,7 @@ def complexify_environment(
             )
         spec["version"] = next_version(base.name)
         ctx.checkpoint(publishing=str(packages_root() / base.name / f"v{spec['version']}"))
-        path = catalogue.publish(
-            packages_root(), spec, db_path, checked["tools"], checked["report"]
-        )
+        path = pipeline.publish(packages_root(), spec, db_path, checked["tools"], checked["report"])
         history = [record.__dict__ if hasattr(record, "__dict__") else record for record in records]
         with transaction.atomic():
             recorded = record_package(

@@ -177,6 +177,12 @@ class Environment(models.Model):
         blank=True,
         help_text="tasks.audit.AuditSummary: synthesized tasks audited, kept, discarded by reason",
     )
+    build_yield = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What survived each build stage (environments.build.pipeline.STAGES): files, "
+        "tables, rows, inferred keys, tools generated, tools verified",
+    )
     table_count = models.PositiveIntegerField(default=0)
     row_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(

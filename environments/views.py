@@ -12,12 +12,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
+from aw_site.roles import REVIEWER, role_required
 from aw_site.views import console_page, page_of
 from environments.models import Category, Environment, Tool
 
@@ -226,6 +229,7 @@ def _overview(request, environment: Environment) -> dict[str, Any]:
         "verification_json": _pretty(environment.verification_report),
         "theme_provenance_json": _pretty(theme.provenance) if theme else "",
         "package_state": package_state(environment),
+        "build_yield": yield_rows(environment.build_yield),
     }
 
 
@@ -435,3 +439,108 @@ def _pretty(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+# --- New environment: one build through the `environments.build` job --------------------------
+
+
+def _build_form_context(values: dict[str, str] | None = None, error: str = "") -> dict[str, Any]:
+    from environments.build.request import builtin_sources
+    from environments.build.uploads import max_upload_bytes, supported_suffixes
+    from environments.discovery.taxonomy import TAXONOMY
+
+    return {
+        "sources": builtin_sources(),
+        "suffixes": supported_suffixes(),
+        "max_upload_mb": max_upload_bytes() // (1024 * 1024),
+        "categories": [f"{p.name}/{s.name}" for p in TAXONOMY for s in p.secondaries],
+        "values": values or {},
+        "error": error,
+    }
+
+
+@login_required
+@role_required(REVIEWER)
+@require_http_methods(["GET", "POST"])
+def new_environment(request):
+    """Upload a file or pick a built-in source; POST queues the build and shows its progress."""
+    from environments.build import submit
+    from environments.build.request import BuildRequestError
+    from environments.build.uploads import store_upload
+
+    if request.method == "GET":
+        return render(request, "environments/new.html", _build_form_context())
+    values = {
+        k: request.POST.get(k, "").strip()
+        for k in ("source", "name", "title", "description", "category")
+    }
+    fields = {k: v for k, v in values.items() if v and k != "source"}
+    upload = request.FILES.get("file")
+    try:
+        if upload is not None and values["source"]:
+            raise BuildRequestError("give a built-in source or a file, not both")
+        if upload is not None:
+            stored = store_upload(upload.chunks(), upload.name or "")
+            build_request = submit.upload_request(stored, **fields)
+        else:
+            build_request = submit.source_request(values["source"], **fields)
+    except BuildRequestError as exc:
+        context = _build_form_context(values, str(exc))
+        return render(request, "environments/new.html", context, status=400)
+    job = submit.queue_build(build_request, request.user)
+    return redirect("environment-build", job=job.pk)
+
+
+def _build_context(job_pk: int) -> dict[str, Any]:
+    from aw_site.models import Job
+    from aw_site.views import JOB_POLL
+
+    job = get_object_or_404(Job, pk=job_pk, kind__in=BUILD_JOB_KINDS)
+    result = job.result or {}
+    environment_pk = result.get("environment") or result.get("draft_environment")
+    environment = Environment.objects.filter(pk=environment_pk).first() if environment_pk else None
+    return {
+        "job": job,
+        "job_poll": JOB_POLL,
+        "show_log": True,
+        "environment": environment,
+        "build_yield": yield_rows(environment.build_yield) if environment else [],
+    }
+
+
+BUILD_JOB_KINDS = ("environments.build", "environments.build_environment")
+
+
+@console_page
+def build_status(request, job: int):
+    return render(request, "environments/build.html", _build_context(job))
+
+
+@console_page
+def build_progress(request, job: int):
+    """HTMX fragment polled while the build runs; once finished it links the environment."""
+    return render(request, "environments/_build_progress.html", _build_context(job))
+
+
+def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The build yield as one row per stage, in pipeline order, for the console."""
+    from environments.build.pipeline import STAGES
+
+    build_yield = build_yield if isinstance(build_yield, dict) else {}
+    rows = []
+    for stage in STAGES:
+        values = build_yield.get(stage)
+        if not isinstance(values, dict):
+            rows.append({"stage": stage, "reached": False, "facts": []})
+            continue
+        facts = []
+        for key, value in values.items():
+            if key in ("rows_by_table", "path"):
+                continue
+            if isinstance(value, dict):
+                value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "–"
+            elif isinstance(value, list):
+                value = ", ".join(str(v) for v in value) or "–"
+            facts.append((key.replace("_", " "), value))
+        rows.append({"stage": stage, "reached": True, "facts": facts})
+    return rows

@@ -55,6 +55,7 @@ def test_unknown_source_fails_with_reason_and_nothing_is_recorded(storage):
     job = run_job("environments.build_catalogue", {"sources": ["elements", "atlantis"]})
     assert job.state == "failed" and "unknown source 'atlantis'" in job.error
     assert not Job.objects.filter(kind="environments.build_environment").exists()
+    assert not Job.objects.filter(kind="environments.build").exists()
     assert not Environment.objects.exists()
 
 
@@ -87,10 +88,7 @@ def test_catalogue_builds_fan_out_to_real_workers(storage, tmp_path):
                 "environments.build_catalogue", {"sources": ["elements", "http_status"]}
             )
         wait_for(
-            lambda: (
-                Job.objects.filter(kind="environments.build_environment", state="succeeded").count()
-                == 2
-            ),
+            lambda: Job.objects.filter(kind="environments.build", state="succeeded").count() == 2,
             timeout=180,
             message=f"two builds\n{worker.log()[-3000:]}",
         )

@@ -8,5 +8,6 @@
 - tool_generator.py, tool_prelude.py    schema-driven tools, JSON schemas, tool tests
 - tool_design_agent.py, code_safety.py  LLM domain tools, statically checked
 - verification.py                       sandbox tests, accuracy threshold, cross-validation
-- catalogue.py                          stages (mine, design, verify, publish), starter catalogue
+- catalogue.py                          bulk starter-catalogue builder and CLI over the build
+                                        pipeline (environments/build/: request, stages, job)
 """

@@ -21,7 +21,7 @@ from arena.rounds import start_round
 from aw_site.jobs import enqueue, recover_in_process_jobs
 from aw_site.models import Job
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
-from environments.discovery.catalogue import STARTER_SPECS
+from environments.build.request import builtin_names
 from environments.models import Environment
 from tasks.models import Task
 from tasks.service import synthesize_tasks
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             self.finish_unfinished_rounds()
         if not skip_loop:
             started = time.monotonic()
-            names = [s for s in sources.split(",") if s] or [spec["name"] for spec in STARTER_SPECS]
+            names = [s for s in sources.split(",") if s] or builtin_names()
             self.build_catalogue(names)
             self.synthesize(tasks_per_environment)
             for _ in range(rounds):
@@ -127,7 +127,7 @@ class Command(BaseCommand):
             )
         self.wait_jobs("environments.build_catalogue", [parent.pk], "catalogue fan-out")
         children = Job.objects.get(pk=parent.pk).result.get("jobs", [])
-        self.wait_jobs("environments.build_environment", children, "environments built")
+        self.wait_jobs("environments.build", children, "environments built")
         verified = Environment.objects.filter(status=Environment.Status.VERIFIED)
         tools = sum(verified.values_list("tool_count", flat=True))
         categories = {env.category.primary().name for env in verified if env.category}

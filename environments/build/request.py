@@ -1,0 +1,272 @@
+"""What a build is asked to do: a typed request, and the built-in sources it may name.
+
+A `BuildRequest` names its origin (a built-in source, an uploaded file; later a theme or a live
+MCP server), the environment's name, title and category, and options. It travels as JSON in the
+job's arguments (`as_dict` / `from_dict`) and is validated before a job is queued.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from environments.discovery.taxonomy import is_valid, primary_of
+
+SOURCES_FILE = Path(__file__).with_name("sources.json")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+
+
+class BuildRequestError(ValueError):
+    """The request cannot be built; the message says which field and why."""
+
+
+class Origin(StrEnum):
+    SOURCE = "source"  # a built-in source of sources.json
+    UPLOAD = "upload"  # one uploaded file, stored under AW_STORAGE_ROOT/uploads/<uuid>/
+    THEME = "theme"  # reserved: a theme's synthesized database
+    MCP = "mcp"  # reserved: a live MCP server's tools
+
+
+SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD)
+
+
+@dataclass(frozen=True)
+class CategoryPath:
+    """primary > secondary (both from the taxonomy) > tertiary (a free-form topic)."""
+
+    primary: str
+    secondary: str
+    tertiary: str = ""
+
+    @classmethod
+    def parse(cls, value: str | dict | CategoryPath | None) -> CategoryPath | None:
+        """From "Primary/Secondary/Tertiary" (or "Secondary" alone, or a dict); None if empty."""
+        if value is None or isinstance(value, CategoryPath):
+            return value
+        if isinstance(value, dict):
+            parts = [value.get("primary", ""), value.get("secondary", ""), value.get("tertiary")]
+        else:
+            parts = [p.strip() for p in str(value).split("/")]
+        parts = [str(p or "").strip() for p in parts]
+        if not any(parts):
+            return None
+        if len(parts) == 1:  # a secondary category names its primary
+            try:
+                parts = [primary_of(parts[0]), parts[0], ""]
+            except KeyError as exc:
+                raise BuildRequestError(
+                    f"category {value!r}: give Primary/Secondary[/Tertiary] from the taxonomy"
+                ) from exc
+        if len(parts) > 3:
+            raise BuildRequestError(f"category {value!r} has more than three levels")
+        primary, secondary, tertiary = (parts + ["", ""])[:3]
+        if not is_valid(primary, secondary):
+            raise BuildRequestError(
+                f"category {primary}/{secondary} is not in the taxonomy "
+                "(primary and secondary must be a taxonomy pair)"
+            )
+        return cls(primary, secondary, tertiary[:120])
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.primary, self.secondary, self.tertiary) if p)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    threshold: float = 0.5  # a tool needs this test accuracy in the sandbox
+    min_tools: int = 5  # an environment needs this many verified tools
+    use_llm: bool = True  # ask the configured LLM for domain tools (when one is configured)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> BuildOptions:
+        data = data or {}
+        unknown = set(data) - {"threshold", "min_tools", "use_llm"}
+        if unknown:
+            raise BuildRequestError(f"unknown build options: {', '.join(sorted(unknown))}")
+        options = cls(
+            threshold=float(data.get("threshold", cls.threshold)),
+            min_tools=int(data.get("min_tools", cls.min_tools)),
+            use_llm=bool(data.get("use_llm", cls.use_llm)),
+        )
+        if not 0.0 <= options.threshold <= 1.0:
+            raise BuildRequestError("options.threshold must be between 0 and 1")
+        if not 1 <= options.min_tools <= 1000:
+            raise BuildRequestError("options.min_tools must be between 1 and 1000")
+        return options
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    origin: Origin
+    source: str = ""  # origin=source: the built-in source name
+    files: tuple[str, ...] = ()  # origin=upload: the stored upload path(s)
+    filename: str = ""  # origin=upload: the file's original name, as the user sent it
+    upload_dir: str = ""  # origin=upload: AW_STORAGE_ROOT/uploads/<uuid>/, removed after the build
+    name: str = ""  # the environment name (a slug); default: the source or the file's stem
+    title: str = ""
+    description: str = ""
+    category: CategoryPath | None = None  # default: the source's, or classified after ingest
+    options: BuildOptions = field(default_factory=BuildOptions)
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def for_source(cls, source: str, **fields: Any) -> BuildRequest:
+        return cls.create(origin=Origin.SOURCE, source=source, **fields)
+
+    @classmethod
+    def for_upload(cls, files: list[str], filename: str, upload_dir: str, **fields: Any):
+        return cls.create(
+            origin=Origin.UPLOAD,
+            files=tuple(files),
+            filename=filename,
+            upload_dir=upload_dir,
+            **fields,
+        )
+
+    @classmethod
+    def create(cls, **fields: Any) -> BuildRequest:
+        """A validated request with defaults filled in from the built-in source or the file."""
+        try:
+            origin = Origin(fields.pop("origin"))
+        except (KeyError, ValueError) as exc:
+            raise BuildRequestError(
+                f"origin must be one of {', '.join(o.value for o in SUPPORTED_ORIGINS)}"
+            ) from exc
+        if origin not in SUPPORTED_ORIGINS:
+            raise BuildRequestError(f"origin {origin.value!r} is not supported yet")
+        category = CategoryPath.parse(fields.pop("category", None))
+        options = BuildOptions.from_dict(fields.pop("options", None))
+        text = {k: str(fields.pop(k, "") or "").strip() for k in ("name", "title", "description")}
+        source = str(fields.pop("source", "") or "").strip()
+        files = tuple(str(f) for f in fields.pop("files", ()) or ())
+        filename = str(fields.pop("filename", "") or "")
+        upload_dir = str(fields.pop("upload_dir", "") or "")
+        if fields:
+            raise BuildRequestError(f"unknown request fields: {', '.join(sorted(fields))}")
+        if origin == Origin.SOURCE:
+            spec = builtin_source(source)
+            text["name"] = text["name"] or spec["name"]
+            text["title"] = text["title"] or spec["title"]
+            text["description"] = text["description"] or spec["description"]
+            category = category or CategoryPath.parse(spec["category"])
+            if files:
+                raise BuildRequestError("a built-in source build takes no files")
+        else:
+            if source:
+                raise BuildRequestError("give a built-in source or a file, not both")
+            if not files:
+                raise BuildRequestError("an upload build needs the stored file")
+            stem = Path(filename or files[0]).stem
+            text["name"] = text["name"] or default_name(stem)
+            text["title"] = text["title"] or stem.replace("_", " ").replace("-", " ").title()
+            text["description"] = (
+                text["description"] or f"Built from the uploaded file {filename or stem}."
+            )
+        if not NAME_PATTERN.match(text["name"]):
+            raise BuildRequestError(
+                f"name {text['name']!r}: lower-case letters, digits and underscores, starting "
+                "with a letter, at most 60 characters"
+            )
+        if len(text["title"]) > 200:
+            raise BuildRequestError("title: at most 200 characters")
+        return cls(
+            origin=origin,
+            source=source,
+            files=files,
+            filename=filename,
+            upload_dir=upload_dir,
+            name=text["name"],
+            title=text["title"],
+            description=text["description"][:2000],
+            category=category,
+            options=options,
+        )
+
+    # --- JSON round trip (job arguments) ------------------------------------------------
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin.value,
+            "source": self.source,
+            "files": list(self.files),
+            "filename": self.filename,
+            "upload_dir": self.upload_dir,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "category": self.category.as_dict() if self.category else None,
+            "options": asdict(self.options),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BuildRequest:
+        return cls.create(**dict(data))
+
+    # --- what the stages read -----------------------------------------------------------
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(builtin_source(self.source)["datasets"]) if self.origin == Origin.SOURCE else []
+
+    @property
+    def target(self) -> str:
+        """The job's target label."""
+        if self.origin == Origin.SOURCE:
+            return f"source:{self.source}"
+        return f"upload:{self.filename or Path(self.files[0]).name}"
+
+    def spec(self, category: CategoryPath | None = None) -> dict[str, Any]:
+        """The plain spec dict the stages and the draft row read."""
+        chosen = category or self.category
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "category": chosen.as_dict() if chosen else {},
+            "datasets": self.datasets,
+            "files": list(self.files),
+        }
+
+
+def default_name(stem: str) -> str:
+    """A valid environment name from a file's stem ("My Data-2024.csv" -> my_data_2024)."""
+    name = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
+    if not name or not name[0].isalpha():
+        name = f"upload_{name}".rstrip("_")
+    return name[:60].rstrip("_")
+
+
+# --- built-in sources (data, in sources.json) -----------------------------------------------
+
+
+@cache
+def builtin_sources() -> tuple[dict[str, Any], ...]:
+    """The built-in sources, as data: name, title, description, category, datasets."""
+    data = json.loads(SOURCES_FILE.read_text(encoding="utf-8"))
+    sources = tuple(data["sources"])
+    for spec in sources:
+        category = spec["category"]
+        if not is_valid(category["primary"], category["secondary"]):
+            raise ValueError(f"{SOURCES_FILE.name}: {spec['name']}: {category} not in taxonomy")
+        spec.setdefault("files", [])
+    return sources
+
+
+def builtin_names() -> list[str]:
+    return [spec["name"] for spec in builtin_sources()]
+
+
+def builtin_source(name: str) -> dict[str, Any]:
+    for spec in builtin_sources():
+        if spec["name"] == name:
+            return dict(spec)
+    raise BuildRequestError(f"unknown source {name!r}; known sources: {', '.join(builtin_names())}")

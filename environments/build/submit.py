@@ -1,0 +1,47 @@
+"""Validate a build request before any job is queued, then queue the one build job.
+
+The REST API, the console and `manage.py build_environment` call these; a refusal raises
+`BuildRequestError` with a message fit for a 400 answer, and leaves no stored upload behind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from aw_site.jobs import enqueue
+from aw_site.models import Job
+
+from .request import BuildRequest, BuildRequestError
+from .uploads import StoredUpload, probe_upload, remove_upload
+
+BUILD_JOB = "environments.build"
+
+
+def source_request(source: str, **fields: Any) -> BuildRequest:
+    if not source:
+        raise BuildRequestError("give a built-in source or a file")
+    return BuildRequest.for_source(source, **fields)
+
+
+def upload_request(stored: StoredUpload, **fields: Any) -> BuildRequest:
+    """A request for a stored upload, probed; the upload is removed when it is refused."""
+    try:
+        probe_upload(stored.path, stored.filename)
+        return BuildRequest.for_upload(
+            [str(stored.path)], stored.filename, str(stored.directory), **fields
+        )
+    except BaseException:
+        remove_upload(stored.directory)
+        raise
+
+
+def queue_build(request: BuildRequest, user: Any = None) -> Job:
+    """The `environments.build` job for a validated request (dispatched on commit)."""
+    try:
+        with transaction.atomic():
+            return enqueue(BUILD_JOB, request.as_dict(), user=user, target=request.target)
+    except BaseException:
+        remove_upload(request.upload_dir)
+        raise
