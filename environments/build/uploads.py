@@ -1,15 +1,14 @@
 """Uploaded files: stored under AW_STORAGE_ROOT/uploads/<uuid>/, probed before any job is
 queued, and removed once the build ends (success or final failure).
 
-The probe is `environments.discovery.sources.probe_file(path, max_bytes=...)` when the sources
-package provides it; until then a local fallback checks the suffix, emptiness and size, and
-trial-ingests small files so a file that parses to nothing is refused up front.
+The probe is `environments.discovery.sources.probe_file(path, max_bytes=...)`: content-sniffed
+format, emptiness, size, archive safety and a bounded parse, so a file that parses to nothing is
+refused with 400 before a job is queued.
 """
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,6 @@ from environments.discovery import sources
 
 from .request import BuildRequestError, default_name
 
-# The fallback trial-ingests files up to this size; larger ones are checked at the ingest stage.
-TRIAL_INGEST_BYTES = 20 * 1024 * 1024
-
 
 def uploads_root() -> Path:
     return Path(settings.STORAGE_ROOT) / "uploads"
@@ -34,11 +30,8 @@ def max_upload_bytes() -> int:
 
 
 def supported_suffixes() -> tuple[str, ...]:
-    """What the ingest stage reads, as the sources package declares it."""
-    declared = getattr(sources, "SUPPORTED_SUFFIXES", None)
-    if declared:
-        return tuple(declared)
-    return tuple(sorted(getattr(sources, "_BY_SUFFIX", {})))
+    """File names an upload may carry (the ingest stage reads the content, not the name)."""
+    return sources.SUPPORTED_SUFFIXES
 
 
 def _suffix(filename: str) -> str:
@@ -146,46 +139,12 @@ class ProbeResult:
 def probe_upload(path: Path, filename: str | None = None) -> ProbeResult:
     """Refuse a file the build could not ingest, before a job is queued (BuildRequestError)."""
     name = filename or path.name
-    limit = max_upload_bytes()
-    probe_file = getattr(sources, "probe_file", None)
-    if probe_file is not None:
-        try:
-            detect = getattr(sources, "detect_format", None)
-            if detect is not None:
-                detect(path)
-            probe = probe_file(path, max_bytes=limit)
-        except sources.SourceError as exc:
-            raise BuildRequestError(f"{name}: {exc}") from exc
-        rows = getattr(probe, "rows", None)
-        tables = getattr(probe, "tables", None)
-        if isinstance(tables, list | tuple | dict):
-            tables = len(tables)
-        if rows == 0 or tables == 0:
-            raise BuildRequestError(f"{name}: the file parses to no rows")
-        return ProbeResult(str(getattr(probe, "format", _suffix(name))), tables, rows, str(probe))
-    return _fallback_probe(path, name, limit)
-
-
-def _fallback_probe(path: Path, name: str, limit: int) -> ProbeResult:
-    size = path.stat().st_size
-    check_name_and_size(name, size)
-    if size > limit:
-        raise BuildRequestError(f"{name}: file too large ({size} bytes; limit {limit} bytes)")
-    if size > TRIAL_INGEST_BYTES:
-        return ProbeResult(_suffix(name), None, None, "large file: checked at the ingest stage")
-    with tempfile.TemporaryDirectory(prefix="aw-probe-") as workdir:
-        try:
-            db_path = sources.mine_sources(Path(workdir) / "probe.sqlite", files=[path])
-        except sources.SourceError as exc:
-            raise BuildRequestError(f"{name}: {exc}") from exc
-        except Exception as exc:  # a parser bug must not become a 500
-            raise BuildRequestError(
-                f"{name}: cannot be read ({type(exc).__name__}: {exc})"
-            ) from exc
-        from environments.discovery.schema import read_schema
-
-        schema = read_schema(db_path)
-    rows = sum(t.row_count for t in schema.values())
-    if not schema or not rows:
+    try:
+        probe = sources.probe_file(path, max_bytes=max_upload_bytes())
+    except sources.SourceError as exc:
+        raise BuildRequestError(f"{name}: {exc}") from exc
+    except Exception as exc:  # a parser bug must not become a 500
+        raise BuildRequestError(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from exc
+    if not probe.tables or not probe.records:
         raise BuildRequestError(f"{name}: the file parses to no rows")
-    return ProbeResult(_suffix(name), len(schema), rows)
+    return ProbeResult(probe.format, probe.tables, probe.records, probe.detail)

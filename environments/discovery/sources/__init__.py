@@ -80,6 +80,13 @@ def load_file(builder: DatabaseBuilder, path: Path, *, limits: Limits = DEFAULT_
         raise SourceError(f"{path.name}: nested too deeply") from exc
 
 
+# File names an upload may carry; the content decides the format (detect_format).
+SUPPORTED_SUFFIXES = (
+    ".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".sql", ".html", ".htm",
+    ".sqlite", ".sqlite3", ".db", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz",
+)  # fmt: skip
+
+
 def mine_sources(target: Path, files=(), datasets=(), *, limits: Limits = DEFAULT_LIMITS) -> Path:
     """Build one SQLite database from files and package datasets; atomic, all or nothing."""
     with DatabaseBuilder(target) as builder:
@@ -95,6 +102,7 @@ def mine_sources(target: Path, files=(), datasets=(), *, limits: Limits = DEFAUL
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "SUPPORTED_SUFFIXES",
     "FORMATS",
     "DatabaseBuilder",
     "Limits",

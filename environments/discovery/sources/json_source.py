@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..naming import singular
 from .base import (
     _DATE,
     _DATETIME,
@@ -37,7 +38,6 @@ from .base import (
     sql_name,
 )
 from .limits import DEFAULT_LIMITS
-from ..naming import singular
 
 _SCALARS = (str, int, float, bool, type(None))
 SPARSE_MIN_KEYS = 8  # an object field with more distinct keys than this...
