@@ -146,7 +146,7 @@ class AnswerContract:
         if self.kind == "list":
             items = f"the {_words(self.field)} values" if self.field else "the values"
             order = "in the order asked" if self.ordered else "in any order"
-            return f"The answer is a JSON list of {items}{unit}, {order}, each exactly once."
+            return f"The answer is a JSON list of {items}{unit}, one per row found, {order}."
         if self.kind == "object":
             return "The answer is a JSON object with the keys " + ", ".join(self.fields) + "."
         return "The answer is a short free-text reply."
