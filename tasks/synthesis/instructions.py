@@ -102,7 +102,7 @@ def describe_answer(spec: dict[str, Any], steps, nodes: dict[str, ToolNode]) -> 
     field = words(spec["field"]) if spec.get("field") else None
     shape = spec["shape"]
     if shape == "none":
-        return "No answer is needed: the task is done once these changes are made."
+        return ""  # the answer contract's sentence says how to finish
     if shape == "scalar":
         return f"Finally, report the result of step {last}."
     if shape == "value":
@@ -121,7 +121,7 @@ def render_instruction(steps, nodes: dict[str, ToolNode], answer_spec: dict[str,
     """The offline rendering: one sentence per step, then what to report."""
     lines = [describe_step(i, steps, nodes) for i in range(len(steps))]
     lines.append(describe_answer(answer_spec, steps, nodes))
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line)
 
 
 def concrete_values(steps: list[dict[str, Any]]) -> list[str]:
