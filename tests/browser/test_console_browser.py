@@ -194,3 +194,29 @@ def test_training_run_reward_curves_grow_while_it_runs(page, live_server, sign_i
         factories.add_metric(run, step)
     expect(metrics).to_have_attribute("data-metric-count", "9", timeout=6000)
     screenshot(page, "training_run")
+
+
+def test_reviewer_uploads_a_file_and_watches_the_build(
+    page, live_server, sign_in, reviewer, settings, tmp_path
+):
+    """The New environment page: upload a CSV, watch the build's progress, open the result."""
+    settings.AW_JOBS_MODE = "thread"  # the build really runs, in this process
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    data = tmp_path / "cities.csv"
+    data.write_text(
+        "code,name,country,people\n"
+        + "".join(f"C{i:03d},City {i},{'NO' if i % 2 else 'SE'},{1000 + i}\n" for i in range(12))
+    )
+    sign_in(reviewer)
+    page.click("nav >> text=Catalogue")
+    page.click("#new-environment-button")
+    page.set_input_files("#file", str(data))
+    page.fill("#name", "nordic_cities")
+    page.click("#build-button")
+    expect(page.locator("h1")).to_contain_text("Build")
+    link = page.locator("#environment-link")
+    expect(link).to_contain_text("nordic_cities@v1", timeout=60_000)
+    expect(page.locator(".build-result")).to_contain_text("verified tools")
+    screenshot(page, "new_environment_build")
+    link.click()
+    expect(page.locator("h1")).to_contain_text("verified")
