@@ -314,6 +314,7 @@ def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
 # --- the console ------------------------------------------------------------------------------
 
 POST_ONLY_PAGES = {"round-start", "proposal-review"}
+REVIEWER_PAGES = {"environment-new"}  # a viewer is refused these (403): nothing to leak
 
 
 def console_urls_for(scene) -> list[str]:
@@ -322,6 +323,7 @@ def console_urls_for(scene) -> list[str]:
     from training.models import TrainingRun
 
     environments = [e.pk for e in [scene["environment"]]]
+    builds = Job.objects.filter(kind="environments.build").values_list("pk", flat=True)
     rows = {
         "environment-detail": [{"pk": pk} for pk in environments],
         "environment-tab": [{"pk": pk, "tab": tab} for pk in environments for tab in TABS],
@@ -337,6 +339,8 @@ def console_urls_for(scene) -> list[str]:
         "round-progress": [{"number": scene["round"].number}],
         "job-detail": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
         "job-progress": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
+        "environment-build": [{"job": pk} for pk in builds],
+        "environment-build-progress": [{"job": pk} for pk in builds],
     }
     urls = []
     for pattern in console_urls.urlpatterns:
@@ -362,9 +366,10 @@ def test_no_console_page_shows_a_viewer_evaluation_gold_data(scene, viewer):
     urls = console_urls_for(scene)
     assert reverse("task-detail", args=[scene["arena"].pk]) in urls
     assert reverse("trajectory-detail", args=[scene["failed"].pk]) in urls
+    refused = {reverse(name) for name in REVIEWER_PAGES}
     for url in urls:
         response = client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
+        assert response.status_code == (403 if url in refused else 200), (url, response.status_code)
         body = response.content.decode()
         assert not leaked(body), (url, leaked(body))
 
