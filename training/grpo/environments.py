@@ -298,9 +298,9 @@ def environment_classes(name: str, package: Any, pool: Any, tasks: dict[str, Any
     for task_id, task in tasks.items():
         groups.setdefault(environment_key(name, task, manifest_tools), {})[task_id] = task
     classes = {}
-    for key, group in groups.items():
+    for key, group in groups.items():  # every class knows every task, to name a misrouted one
         subset = _subset(next(iter(group.values())), package)
-        classes[key] = environment_class(name, package, pool, group, tools=subset, key=key)
+        classes[key] = environment_class(name, package, pool, tasks, tools=subset, key=key)
     return classes
 
 
