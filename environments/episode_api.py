@@ -4,6 +4,10 @@ A task episode also offers ``submit_answer`` (its schema from the task's answer 
 call is checked against the contract and recorded, never sent to the sandbox; ``finish`` scores
 the answer given in its body, else the recorded submission, through ``finish_episode`` and
 ``tasks.reward.score``.
+
+A task episode offers the task's own tools only (``tasks.tool_subset.offered_tools``: the gold
+tools and distractors synthesis chose); a call to any other tool is answered ok=false,
+``unknown_tool``, and never reaches the sandbox. An environment-only episode offers every tool.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from rest_framework.views import APIView
 from aw_site.roles import VIEWER
 from environments.episode_service import EpisodeLimitReached, EpisodeNotFound, episode_service
 from environments.models import Environment
+from environments.runtime.episode import ToolCallResult
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.models import Task
 from tasks.privacy import agent_reward
@@ -63,7 +68,7 @@ def _live(key: str, request):
 
 
 def _tools(live) -> list[dict]:
-    """The package's tools, plus ``submit_answer`` in a task episode."""
+    """The package's tools; in a task episode, the task's offered tools and ``submit_answer``."""
     tools = live.episode.package.tools
     return live.run.tools(tools) if live.run is not None else tools
 
@@ -111,7 +116,8 @@ class EpisodeCall(EpisodeView):
     """POST {tool, arguments}: run one tool in the sandbox; tool failures are 200 with ok=false.
 
     In a task episode ``submit_answer`` is checked against the answer contract and recorded
-    (the latest valid one counts); a malformed one is ok=false, ``invalid_arguments``.
+    (the latest valid one counts); a malformed one is ok=false, ``invalid_arguments``; a tool
+    the task does not offer is ok=false, ``unknown_tool`` (recorded as a failed call, not run).
     """
 
     def post(self, request, key: str):
@@ -121,7 +127,11 @@ class EpisodeCall(EpisodeView):
         tool, arguments = payload.validated_data["tool"], payload.validated_data["arguments"]
         if tool == SUBMIT_ANSWER and live.run is not None:
             return Response(_submit(live, arguments))
-        result = live.episode.call_tool(tool, arguments)
+        refusal = live.run and live.run.refusal(tool, live.episode.package.tools)
+        if refusal:
+            result = ToolCallResult(tool, arguments, False, None, refusal, "unknown_tool")
+        else:
+            result = live.episode.call_tool(tool, arguments)
         live.calls.append(result.to_dict())
         return Response(result.to_dict())
 

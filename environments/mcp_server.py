@@ -12,8 +12,10 @@ What "session" means depends on the transport and the protocol era:
   ends with the call (reads work, writes do not persist).
 
 A server bound to a task (`build_server(..., task=spec)`, `manage.py serve_mcp ENV --task ID`)
-carries the task instruction as its instructions and adds `submit_answer` (input schema from the
-task's answer contract) to the package's tools. A valid `submit_answer` ends the session's
+carries the task instruction as its instructions and lists the task's own tools
+(`tasks.tool_subset.offered_tools`: its gold tools and distractors, every tool for a task with
+no subset) and `submit_answer` (input schema from the task's answer contract); a call to any
+other tool is an `unknown_tool` error, recorded in the session's run, never run in the sandbox. A valid `submit_answer` ends the session's
 episode through `finish_episode` and `tasks.reward.score` and returns the reward breakdown; the
 session's next call starts a fresh episode. A malformed one is an `invalid_arguments` error and
 the episode goes on.
@@ -39,7 +41,7 @@ from mcp.server.lowlevel import Server
 from starlette.applications import Starlette
 
 from environments.package import EnvironmentPackage, load_package
-from environments.runtime import Episode, SandboxPool
+from environments.runtime import Episode, SandboxPool, ToolCallResult
 from tasks.answer_contract import SUBMIT_ANSWER
 
 EPISODE_META_KEY = "agent-world/episode"
@@ -68,15 +70,31 @@ class SessionEpisodes:
         self._lock = threading.Lock()
 
     def call_tool(self, session_key: str | None, name: str, arguments: dict[str, Any]):
-        """Run one call in the session's episode (a one-call episode when there is no session)."""
+        """Run one call in the session's episode (a one-call episode when there is no session);
+        on a task-bound server, a tool the task does not offer is refused, not run."""
+        refusal = self._refusal(name)
+        if refusal is not None and session_key is None:
+            return ToolCallResult(name, arguments, False, None, refusal, "unknown_tool")
         if session_key is None:
             with self.pool.start_episode(self.package) as episode:
                 return episode.call_tool(name, arguments)
         episode, run = self._episode(session_key)
-        result = episode.call_tool(name, arguments)
+        if refusal is not None:
+            result = ToolCallResult(name, arguments, False, None, refusal, "unknown_tool")
+        else:
+            result = episode.call_tool(name, arguments)
         if run is not None:
             run.calls.append(result.to_dict())
         return result
+
+    def _refusal(self, name: str) -> str | None:
+        if self.task is None:
+            return None
+        from tasks.tool_subset import not_offered_message, offered_names
+
+        if name in offered_names(self.task, self.package.tools):
+            return None
+        return not_offered_message(name)
 
     def submit(self, session_key: str | None, arguments: dict[str, Any]):
         """A `submit_answer` call: (None, problem) when malformed (the episode goes on), else

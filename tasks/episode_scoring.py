@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.answer_contract import (
-    SUBMIT_ANSWER,
     AnswerContract,
     Submission,
     read_submission,
@@ -21,6 +20,7 @@ from tasks.answer_contract import (
 )
 from tasks.episode_outcome import EpisodeOutcome, finish_episode, submitted_answer_text
 from tasks.synthesis.task_spec import TaskSpec, as_task
+from tasks.tool_subset import not_offered_message, offered_names, offered_tools
 
 
 def check_submission(contract: AnswerContract, arguments: Any) -> Submission:
@@ -65,10 +65,16 @@ class TaskRun:
         self.contract = task_contract(self.task)
 
     def tools(self, package_tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The package's tools (a package tool named submit_answer is shadowed) and
-        ``submit_answer`` with the contract's schema."""
-        own = [t for t in package_tools if t.get("function", t).get("name") != SUBMIT_ANSWER]
-        return [*own, self.contract.tool_schema()]
+        """The tools the task offers (``tasks.tool_subset.offered_tools``: its own subset of
+        the package's tools, every tool for a task without one; a package tool named
+        submit_answer is shadowed) and ``submit_answer`` with the contract's schema."""
+        return offered_tools(self.task, package_tools)
+
+    def refusal(self, name: str, package_tools: list[dict[str, Any]]) -> str | None:
+        """Why a call to tool ``name`` is refused (the task does not offer it), else None."""
+        if name in offered_names(self.task, package_tools):
+            return None
+        return not_offered_message(name)
 
     def submit(self, arguments: Any) -> Submission:
         """Check a ``submit_answer`` call; a valid one replaces any earlier submission."""

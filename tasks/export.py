@@ -16,6 +16,7 @@ from typing import Any
 
 from tasks.answer_contract import task_contract
 from tasks.synthesis.task_spec import TaskSpec, as_task
+from tasks.tool_subset import offered_tools
 
 SYSTEM_PROMPT = (
     "You are an agent working in the {title} environment. Use the tools to complete the "
@@ -71,10 +72,9 @@ def trajectory_features():
 
 
 def _tool_schemas(task: TaskSpec, manifests: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools the task's agent is offered, as every interface offers them."""
     manifest = manifests.get(task.environment, {})
-    by_name = {t["function"]["name"]: t for t in manifest.get("tools", [])}
-    names = task.tools or list(by_name)
-    return [by_name[n] for n in names if n in by_name] + [task_contract(task).tool_schema()]
+    return offered_tools(task, manifest.get("tools", []))
 
 
 def _manifests(packages) -> dict[str, dict[str, Any]]:

@@ -1,8 +1,9 @@
 """The GRPO training set: one row per task, mixed across environments and categories.
 
-Each row carries the prompt (system prompt + instruction, as the rollout loop writes it), the
-``environment`` that routes it to its TRL environment class, and the ``task_id`` its ``reset``
-uses to start the right episode.
+Each row carries the prompt (system prompt listing the task's offered tools + instruction, as
+the rollout loop writes it), the ``environment`` that routes it to the TRL environment class of
+its package and tool subset (``environments.environment_key``), and the ``task_id`` its
+``reset`` uses to start the right episode.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from tasks.tool_subset import offered_tools
+from training.grpo.environments import environment_key
 from training.rollout.agent_loop import task_fields
 from training.rollout.prompts import initial_messages
 
@@ -55,10 +58,12 @@ def build_rows(tasks: list[Any], manifests: dict[str, dict[str, Any]], seed: int
     for task in mix_tasks(tasks, manifests, seed):
         task_id, environment, instruction = task_fields(task)
         manifest = manifests[environment]
+        manifest_tools = list(manifest.get("tools", []))
+        tools = offered_tools(task, manifest_tools)
         rows.append(
             {
-                "prompt": initial_messages(manifest, instruction),
-                "environment": environment,
+                "prompt": initial_messages(manifest, instruction, tools),
+                "environment": environment_key(environment, task, manifest_tools),
                 "task_id": task_id,
                 "category": category_of(manifest),
             }

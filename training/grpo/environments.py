@@ -7,10 +7,14 @@ manifest's parameters as a real signature; every call crosses into a sandbox epi
 recorded, so the reward sees the same evidence a rollout trajectory holds. ``submit_answer`` is
 a tool of every class: it checks the answer against the task's answer contract and records it
 (no sandbox call); the reward then reads that submission rather than the final message.
+
+The tools of a class are the tools its tasks offer (``tasks.tool_subset.offered_tools``): one
+class per (package, tool subset), see :func:`environment_classes`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import keyword
@@ -19,7 +23,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from environments.runtime.episode import ToolCallResult
 from tasks.answer_contract import SUBMIT_ANSWER
+from tasks.tool_subset import not_offered_message, offered_tools, tool_name
 from training.rollout.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
@@ -116,6 +122,8 @@ class AgentWorldEnvironment:
     _environment: str = ""
     _pool: Any = None
     _tasks: dict[str, Any] = {}
+    _key: str = ""  # environment_key of the class's tasks
+    _offered: frozenset[str] = frozenset()  # the tool methods of the class
     _instances: list[AgentWorldEnvironment] = []
 
     def __init__(self) -> None:
@@ -128,7 +136,11 @@ class AgentWorldEnvironment:
     def reset(self, **row: Any) -> None:
         """Start a fresh episode for the row's task (the prompt already holds the instruction)."""
         self._close_episode()
-        self._task = self._tasks[row["task_id"]]
+        task = self._tasks[row["task_id"]]
+        key = environment_key(self._environment, task, _manifest_tools(self._package))
+        if key != self._key:  # a row routed to the class of another tool subset
+            raise ValueError(f"task {row['task_id']} belongs to class {key!r}, not {self._key!r}")
+        self._task = task
         self._episode = self._pool.start_episode(self._package)
         self._trajectory = Trajectory(task_id=row["task_id"], environment=self._environment)
         self._submission = None
@@ -151,7 +163,12 @@ class AgentWorldEnvironment:
         return "Answer recorded; the task is finished."
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
-        result = self._episode.call_tool(name, arguments)
+        if name in self._offered:
+            result = self._episode.call_tool(name, arguments)
+        else:  # only reachable by calling _call_tool directly: the class has no such method
+            result = ToolCallResult(
+                name, arguments, False, None, not_offered_message(name), "unknown_tool"
+            )
         self._trajectory.add_step(
             "assistant",
             tool_call={"name": name, "arguments": arguments},
@@ -205,24 +222,86 @@ def _parse_answer(answer: Any) -> Any:
     return value
 
 
-def environment_class(name: str, package: Any, pool: Any, tasks: dict[str, Any]) -> type:
-    """Build the class for one package: its tools as methods, its tasks by id."""
+def _manifest_tools(package: Any) -> list[dict[str, Any]]:
     from training.rollout.agent_loop import package_manifest
 
-    manifest = package_manifest(package)
+    return list(package_manifest(package).get("tools", []))
+
+
+def _subset(task: Any, package: Any) -> frozenset[str]:
+    """The package tools ``task`` offers (``submit_answer`` aside)."""
+    names = {tool_name(t) for t in offered_tools(task, _manifest_tools(package))}
+    return frozenset(names - {SUBMIT_ANSWER})
+
+
+def environment_key(name: str, task: Any, manifest_tools: list[dict[str, Any]]) -> str:
+    """The ``environment`` of a task's GRPO row: the name of the class holding its tools.
+
+    ``name`` itself when the task offers every tool of the package (older tasks with no
+    ``tools`` list included), else ``name~<hash of the offered names>``.
+    """
+    offered = {tool_name(t) for t in offered_tools(task, manifest_tools)} - {SUBMIT_ANSWER}
+    everything = {tool_name(t) for t in manifest_tools} - {SUBMIT_ANSWER}
+    if offered == everything:
+        return name
+    digest = hashlib.sha256(",".join(sorted(offered)).encode()).hexdigest()[:10]
+    return f"{name}~{digest}"
+
+
+def environment_class(
+    name: str,
+    package: Any,
+    pool: Any,
+    tasks: dict[str, Any],
+    tools: Any = None,
+    key: str | None = None,
+) -> type:
+    """Build the class for one package and tool subset: those tools as methods (``tools``,
+    names; None: every tool of the package), its tasks by id. ``key`` names the class
+    (default ``name``)."""
+    manifest_tools = _manifest_tools(package)
+    wanted = None if tools is None else set(tools)
     members: dict[str, Any] = {
         "_package": package,
         "_environment": name,
+        "_key": key or name,
         "_pool": pool,
         "_tasks": tasks,
         "_instances": [],
     }
-    for schema in manifest.get("tools", []):
+    offered = set()
+    for schema in manifest_tools:
+        if wanted is not None and tool_name(schema) not in wanted:
+            continue
         method = tool_method(schema)
         if method is not None:
             members[method.__name__] = method
-    class_name = "Env_" + re.sub(r"\W", "_", name)
+            offered.add(method.__name__)
+    members["_offered"] = frozenset(offered)
+    class_name = "Env_" + re.sub(r"\W", "_", key or name)
     return type(class_name, (AgentWorldEnvironment,), members)
+
+
+def environment_classes(name: str, package: Any, pool: Any, tasks: dict[str, Any]) -> dict:
+    """{row environment key: class} for one package: one class per tool subset its tasks offer.
+
+    Why a class per (package, subset) rather than one class refusing calls outside the running
+    task's subset: TRL renders the tool schemas of the chat template from the class's methods
+    (``_env_tools[row["environment"]]``), not from our prompt, so with one class per package
+    the model would still be shown every tool of the environment. With a class per subset, the
+    template, the system prompt and the callable methods are the same subset; a call to any
+    other tool finds no method and TRL answers "Tool X not found." (``_call_tool`` refuses one
+    too, should it be reached). ``reset`` refuses a row routed to the wrong subset's class.
+    """
+    manifest_tools = _manifest_tools(package)
+    groups: dict[str, dict[str, Any]] = {}
+    for task_id, task in tasks.items():
+        groups.setdefault(environment_key(name, task, manifest_tools), {})[task_id] = task
+    classes = {}
+    for key, group in groups.items():  # every class knows every task, to name a misrouted one
+        subset = _subset(next(iter(group.values())), package)
+        classes[key] = environment_class(name, package, pool, tasks, tools=subset, key=key)
+    return classes
 
 
 def close_all(classes: list[type]) -> None:

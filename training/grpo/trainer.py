@@ -147,13 +147,14 @@ def run_grpo(
     metrics_path: Path | None,
     callbacks: list[Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """GRPO with one TRL environment class per package; returns (final dir, summary)."""
+    """GRPO with one TRL environment class per (package, tool subset of its tasks); returns
+    (final dir, summary)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     from training.grpo.dataset import build_dataset
-    from training.grpo.environments import close_all, environment_class
+    from training.grpo.environments import close_all, environment_classes
     from training.grpo.reward import agent_world_reward
     from training.rollout.agent_loop import package_manifest, task_fields
 
@@ -162,11 +163,10 @@ def run_grpo(
     for task in tasks:
         task_id, environment, _ = task_fields(task)
         tasks_by_env[environment][task_id] = task
-    classes = {
-        name: environment_class(name, package, pool, tasks_by_env[name])
-        for name, package in packages.items()
-        if tasks_by_env[name]
-    }
+    classes: dict[str, type] = {}
+    for name, package in packages.items():
+        if tasks_by_env[name]:
+            classes.update(environment_classes(name, package, pool, tasks_by_env[name]))
     dataset = build_dataset(tasks, manifests, config.seed)
     output_dir = Path(config.output_dir) / "grpo"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -197,7 +197,8 @@ def run_grpo(
         "steps": trainer.state.global_step,
         "seconds": round(seconds, 2),
         "train_loss": output.training_loss,
-        "environments": sorted(classes),
+        "environments": sorted(n for n in packages if tasks_by_env[n]),
+        "environment_classes": len(classes),
         "rows": len(dataset),
         "reward_first": history[0].get("reward") if history else None,
         "reward_last": history[-1].get("reward") if history else None,

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.answer_contract import task_contract
+from environments.runtime.episode import ToolCallResult
 from tasks.episode_outcome import finish_episode, is_submit_answer, submitted_answer_text
+from tasks.tool_subset import not_offered_message, offered_tools, tool_name
 from training.policies.base import Policy, PolicyTurn, assistant_message
 from training.rollout.prompts import (
     format_error_feedback,
@@ -85,8 +86,9 @@ async def run_episode_async(
     loop = asyncio.get_running_loop()
     manifest = package_manifest(package)
     task_id, environment, instruction = task_fields(task)
-    tools = list(manifest.get("tools", [])) + [task_contract(task).tool_schema()]
-    messages = initial_messages(manifest, instruction)
+    # The task's own tools (gold + distractors) and submit_answer: in the request and the prompt.
+    tools = offered_tools(task, manifest.get("tools", []))
+    messages = initial_messages(manifest, instruction, tools)
     trajectory = Trajectory(
         task_id=task_id,
         environment=environment or manifest.get("name", ""),
@@ -118,6 +120,7 @@ async def _play(
 ) -> None:
     loop = asyncio.get_running_loop()
     messages, tools = trajectory.messages, trajectory.tools
+    offered = {tool_name(t) for t in tools}
     malformed_in_a_row = 0
     for _turn_index in range(settings.step_budget):
         try:
@@ -168,9 +171,19 @@ async def _play(
                 trajectory.final_answer = submitted_answer_text(call.arguments)
                 trajectory.finished_reason = "answer"
                 return
-            result = await loop.run_in_executor(
-                executor, episode.call_tool, call.name, call.arguments
-            )
+            if call.name in offered:
+                result = await loop.run_in_executor(
+                    executor, episode.call_tool, call.name, call.arguments
+                )
+            else:  # a tool of the environment the task does not offer: never run
+                result = ToolCallResult(
+                    call.name,
+                    call.arguments,
+                    False,
+                    None,
+                    not_offered_message(call.name),
+                    "unknown_tool",
+                )
             trajectory.add_step(
                 "assistant",
                 content=turn.content if position == 0 else "",

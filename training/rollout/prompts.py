@@ -1,4 +1,4 @@
-"""The opening of every episode: a system prompt naming the environment's tools, then the task."""
+"""The opening of every episode: a system prompt naming the tools offered, then the task."""
 
 from __future__ import annotations
 
@@ -27,18 +27,28 @@ def describe_tool(schema: dict[str, Any]) -> str:
     return f"- {function.get('name')}({', '.join(params)}): {summary}"
 
 
-def system_prompt(manifest: dict[str, Any]) -> str:
+def system_prompt(manifest: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> str:
+    """The rules, the environment, and one line per tool in ``tools`` (the task's offered tools,
+    ``tasks.tool_subset.offered_tools``; default: the manifest's). ``submit_answer`` is left
+    out of the list: the rules say how to answer."""
+    from tasks.answer_contract import SUBMIT_ANSWER
+    from tasks.tool_subset import tool_name
+
     title = manifest.get("title") or manifest.get("name", "environment")
     lines = [AGENT_RULES, "", f"Environment: {title}."]
     if manifest.get("description"):
         lines.append(str(manifest["description"]).strip())
-    lines += ["", "Tools:"] + [describe_tool(t) for t in manifest.get("tools", [])]
+    listed = manifest.get("tools", []) if tools is None else tools
+    lines += ["", "Tools:"] + [describe_tool(t) for t in listed if tool_name(t) != SUBMIT_ANSWER]
     return "\n".join(lines)
 
 
-def initial_messages(manifest: dict[str, Any], instruction: str) -> list[dict[str, Any]]:
+def initial_messages(
+    manifest: dict[str, Any], instruction: str, tools: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """System prompt (listing ``tools``, default the manifest's) and the task instruction."""
     return [
-        {"role": "system", "content": system_prompt(manifest)},
+        {"role": "system", "content": system_prompt(manifest, tools)},
         {"role": "user", "content": instruction},
     ]
 
