@@ -1,0 +1,1078 @@
+"""Templates of programmatic tasks: an instruction, ``solve(call)`` and ``verify(answer, call)``.
+
+Each template is one control-flow pattern over a ``ProgramShape`` (parents -> children): count,
+sum, filter, compare, arg-max, rank, loop with early exit, reconcile, date arithmetic, count
+distinct, average, partition, two hops, and updates (per row, per group, if/else). A template
+returns ``None`` when the environment lacks what it needs (no measure, no date column, no update
+tool, no next hop), and the synthesizer tries another. The verification script recomputes the
+answer from the episode's state, never from a constant answer. Instructions name every literal
+the code uses and never a tool name; anything ordered says its order.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.synthesis.environment_view import EnvironmentView
+from tasks.synthesis.program_shapes import ProgramShape
+from tasks.synthesis.tool_graph import plural
+
+
+@dataclass
+class ProgramDraft:
+    template: str
+    instruction: str
+    solution: str
+    verification: str
+    params: dict[str, Any]
+    answer: dict[str, Any] = field(default_factory=lambda: {"shape": "value"})
+    writes: bool = False  # the task must change the state
+    tools: list[str] = field(default_factory=list)  # tools beyond the shape's own
+
+
+# --- shared pieces ------------------------------------------------------------------------
+
+
+def _threshold(view: EnvironmentView, table: str, column: str, rng: random.Random) -> Any:
+    values = view.column_values(table, column)
+    return values[len(values) // 2 + rng.randint(-len(values) // 4, 0)] if values else 0
+
+
+def _parents(view: EnvironmentView, shape: ProgramShape, rng, count: int) -> list[Any]:
+    values = view.column_values(shape.parent_table, shape.parent_column)
+    return rng.sample(values, min(count, len(values)))
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _listing(values: list[Any]) -> str:
+    return ", ".join(json.dumps(v) for v in values)
+
+
+def _names(shape: ProgramShape) -> tuple[str, str, str]:
+    """(parent, child, parent column) in words."""
+    return _words(shape.parent_table), _words(shape.child_table), _words(shape.parent_column)
+
+
+def _which(shape: ProgramShape, parents: list[Any]) -> str:
+    p, _, column = _names(shape)
+    if len(parents) == 1:
+        return f"the {p} whose {column} is {json.dumps(parents[0])}"
+    return f"the {plural(p)} whose {column} is one of {_listing(parents)}"
+
+
+def _head(**constants: Any) -> str:
+    return "".join(f"{name.upper()} = {value!r}\n" for name, value in constants.items())
+
+
+def _code(text: str) -> str:
+    return textwrap.dedent(text)
+
+
+def _new_value(values: list[Any], rng: random.Random) -> Any:
+    """A value no row has yet, so every matching row really changes."""
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if numbers and len(numbers) == len(values):
+        top = max(numbers)
+        return top + rng.randint(1, 5) if isinstance(top, int) else round(top * 1.1 + 1, 2)
+    return f"{rng.choice(values)} (revised)" if values else "revised"
+
+
+def _update_pairs(shape: ProgramShape) -> list[tuple[tuple, str]]:
+    """(update tool, key parameter, column set) with a different measure to filter on."""
+    return [(u, m) for u in shape.write_updates() for m in shape.measures if m != u[2]]
+
+
+def _sortable(values: list[Any]) -> bool:
+    return len({type(v) for v in values}) == 1
+
+
+# --- read-only templates ------------------------------------------------------------------
+
+
+COUNT_ABOVE = _code(
+    """
+    def _count(call, parent):
+        count = 0
+        for child in _children(call, parent):
+            value = _measure(call, child, MEASURE)
+            if value is not None and value > THRESHOLD:
+                count += 1
+        return count
+    """
+)
+
+
+def draft_most_children(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Arg-max over parents of a filtered count; ties go to the one listed first."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(2, 4))
+    if len(parents) < 2:
+        return None
+    measure = rng.choice(shape.measures)
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    p, c, column = _names(shape)
+    instruction = (
+        f"Consider {_which(shape, parents)}. "
+        f"For each of them, count their {plural(c)} with {_words(measure)} above {threshold}. "
+        f"Report the {column} of the {p} with the most such {plural(c)} "
+        "(on a tie, the one listed first)."
+    )
+    head = _head(parents=parents, threshold=threshold, measure=measure)
+    solution = (
+        head
+        + COUNT_ABOVE
+        + _code(
+            """
+        def solve(call):
+            best, best_count = None, -1
+            for parent in PARENTS:
+                count = _count(call, parent)
+                if count > best_count:
+                    best, best_count = parent, count
+            return best
+        """
+        )
+    )
+    verification = (
+        head
+        + COUNT_ABOVE
+        + _code(
+            """
+        def verify(answer, call):
+            counts = [_count(call, parent) for parent in PARENTS]
+            return answer in PARENTS and counts[PARENTS.index(answer)] == max(counts)
+        """
+        )
+    )
+    return ProgramDraft(
+        "most_children",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "threshold": threshold},
+    )
+
+
+def draft_total(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Sum of a child measure over several parents."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 3))
+    if not parents:
+        return None
+    measure = rng.choice(shape.measures)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"What is the total {_words(measure)} of all {plural(c)} of {_which(shape, parents)}? "
+        "Report the number rounded to 2 decimals."
+    )
+    head = _head(parents=parents, measure=measure)
+    solution = head + _code(
+        """
+        def solve(call):
+            total = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None:
+                        total += value
+            return round(total, 2)
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            values = [
+                _measure(call, child, MEASURE)
+                for parent in PARENTS
+                for child in _children(call, parent)
+            ]
+            expected = sum(v for v in values if v is not None)
+            return _number(answer) and abs(answer - expected) <= 0.006
+        """
+    )
+    return ProgramDraft(
+        "total", instruction, solution, verification, {"parents": parents, "measure": measure}
+    )
+
+
+def draft_filtered_list(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Children of several parents whose measure lies in a range (a set answer)."""
+    if not shape.display or not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 3))
+    measure = rng.choice(shape.measures)
+    values = view.column_values(shape.child_table, measure)
+    low, high = sorted(rng.sample(values, 2)) if len(values) > 1 else (values[0], values[0])
+    _, c, _ = _names(shape)
+    instruction = (
+        f"List the {_words(shape.display)} of every {c} of {_which(shape, parents)} whose "
+        f"{_words(measure)} is between {low} and {high} inclusive (order does not matter)."
+    )
+    head = _head(parents=parents, measure=measure, low=low, high=high, display=shape.display)
+    solution = head + _code(
+        """
+        def solve(call):
+            found = []
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and LOW <= value <= HIGH:
+                        found.append(child[DISPLAY])
+            return sorted(found)
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            if not isinstance(answer, list):
+                return False
+            inside = []
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and LOW <= value <= HIGH:
+                        inside.append(child[DISPLAY])
+            return sorted(map(json.dumps, answer)) == sorted(map(json.dumps, inside))
+        """
+    )
+    return ProgramDraft(
+        "filtered_list",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "low": low, "high": high},
+        answer={"shape": "list"},
+    )
+
+
+TOTAL_ABOVE = _code(
+    """
+    def _total(call, parent):
+        total = 0
+        for child in _children(call, parent):
+            value = _measure(call, child, MEASURE)
+            if value is not None and value > THRESHOLD:
+                total += value
+        return round(total, 6)
+    """
+)
+
+
+def draft_compare_totals(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Filter, aggregate, compare: which of A, B has the larger total of X above Y."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, 2)
+    if len(parents) < 2:
+        return None
+    measure = rng.choice(shape.measures)
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    p, c, column = _names(shape)
+    a, b = (json.dumps(v) for v in parents)
+    instruction = (
+        f"Of the {p} whose {column} is {a} and the {p} whose {column} is {b}, which has the "
+        f"larger total {_words(measure)} over its {plural(c)} whose {_words(measure)} is above "
+        f"{threshold}? Report its {column} (on a tie, {a})."
+    )
+    head = _head(parents=parents, threshold=threshold, measure=measure)
+    solution = (
+        head
+        + TOTAL_ABOVE
+        + _code(
+            """
+        def solve(call):
+            first, second = PARENTS
+            return first if _total(call, first) >= _total(call, second) else second
+        """
+        )
+    )
+    verification = (
+        head
+        + TOTAL_ABOVE
+        + _code(
+            """
+        def verify(answer, call):
+            totals = [_total(call, parent) for parent in PARENTS]
+            expected = PARENTS[0] if totals[0] >= totals[1] else PARENTS[1]
+            return not isinstance(answer, (list, dict)) and answer == expected
+        """
+        )
+    )
+    return ProgramDraft(
+        "compare_totals",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "threshold": threshold},
+    )
+
+
+BEST_CHILD = _code(
+    """
+    def _best(call):
+        best, best_value = None, None
+        for parent in PARENTS:
+            for child in _children(call, parent):
+                value = _measure(call, child, MEASURE)
+                if value is None:
+                    continue
+                if (
+                    best is None
+                    or value > best_value
+                    or (value == best_value and child[CHILD_KEY] < best[CHILD_KEY])
+                ):
+                    best, best_value = child, value
+        return None if best is None else _measure(call, best, REPORT)
+    """
+)
+
+
+def draft_argmax_child(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Arg-max over a join: the child of several parents with the highest measure."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 3))
+    if not parents:
+        return None
+    measure = rng.choice(shape.measures)
+    report = shape.display or shape.child_key
+    _, c, _ = _names(shape)
+    instruction = (
+        f"Among all {plural(c)} of {_which(shape, parents)}, which one has the highest "
+        f"{_words(measure)}? Report its {_words(report)} (on a tie, the {c} with the smallest "
+        f"{_words(shape.child_key)})."
+    )
+    head = _head(parents=parents, measure=measure, report=report)
+    solution = head + BEST_CHILD + "\n\ndef solve(call):\n    return _best(call)\n"
+    verification = (
+        head
+        + BEST_CHILD
+        + _code(
+            """
+        def verify(answer, call):
+            expected = _best(call)
+            return expected is not None and not isinstance(answer, list) and answer == expected
+        """
+        )
+    )
+    return ProgramDraft(
+        "argmax_child",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "report": report},
+    )
+
+
+RANKING = _code(
+    """
+    def _ranking(call):
+        totals = {}
+        for parent in PARENTS:
+            values = [_measure(call, child, MEASURE) for child in _children(call, parent)]
+            totals[parent] = round(sum(v for v in values if v is not None), 6)
+        return sorted(PARENTS, key=lambda parent: (-totals[parent], parent))
+    """
+)
+
+
+def draft_top_parents(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Group and rank: the top k parents by a child total, as an ordered list."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(3, 5))
+    if len(parents) < 3 or not _sortable(parents):
+        return None
+    k = rng.randint(2, len(parents) - 1)
+    measure = rng.choice(shape.measures)
+    _, c, column = _names(shape)
+    instruction = (
+        f"Rank {_which(shape, parents)} by the total {_words(measure)} of their {plural(c)}, "
+        f"highest first (on a tie, by {column} ascending). Report the {column} of the top {k}, "
+        "in that order."
+    )
+    head = _head(parents=parents, measure=measure, k=k)
+    solution = head + RANKING + "\n\ndef solve(call):\n    return _ranking(call)[:K]\n"
+    verification = (
+        head + RANKING + "\n\ndef verify(answer, call):\n    return answer == _ranking(call)[:K]\n"
+    )
+    return ProgramDraft(
+        "top_parents",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "k": k},
+        answer={"shape": "list", "ordered": True},
+    )
+
+
+FIRST_MATCH = _code(
+    """
+    def _first(call):
+        for parent in sorted(PARENTS):
+            for child in _children(call, parent):
+                value = _measure(call, child, MEASURE)
+                if value is not None and value > THRESHOLD:
+                    return parent  # early exit: later parents are never read
+        return None
+    """
+)
+
+
+def draft_first_match(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """A loop with early exit: the first parent, in a stated order, with a child above Y."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(3, 5))
+    if len(parents) < 2 or not _sortable(parents):
+        return None
+    measure = rng.choice(shape.measures)
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    p, c, column = _names(shape)
+    instruction = (
+        f"Go through {_which(shape, parents)} in ascending order of {column}, and report the "
+        f"{column} of the first {p} that has a {c} with {_words(measure)} above {threshold}."
+    )
+    head = _head(parents=parents, measure=measure, threshold=threshold)
+    solution = head + FIRST_MATCH + "\n\ndef solve(call):\n    return _first(call)\n"
+    verification = (
+        head
+        + FIRST_MATCH
+        + _code(
+            """
+        def verify(answer, call):
+            expected = _first(call)
+            return expected is not None and not isinstance(answer, list) and answer == expected
+        """
+        )
+    )
+    return ProgramDraft(
+        "first_match",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "threshold": threshold},
+    )
+
+
+RECONCILE = _code(
+    """
+    def _stored(call, parent):
+        rows = _records(call(PARENT_TOOL, **{PARENT_PARAM: parent}))
+        return rows[0].get(STORED) if rows else None
+
+
+    def _computed(call, parent):
+        children = _children(call, parent)
+        if MEASURE is None:
+            return len(children)
+        values = [_measure(call, child, MEASURE) for child in children]
+        return sum(v for v in values if v is not None)
+
+
+    def _statuses(call):
+        statuses = {}
+        for parent in PARENTS:
+            stored, computed = _stored(call, parent), round(_computed(call, parent), 6)
+            if stored is None:
+                statuses[str(parent)] = "missing"
+            elif round(stored, 6) > computed:
+                statuses[str(parent)] = "higher"
+            elif round(stored, 6) < computed:
+                statuses[str(parent)] = "lower"
+            else:
+                statuses[str(parent)] = "equal"
+        return statuses
+    """
+)
+
+
+def draft_reconcile(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Cross-table reconciliation: a parent's stored figure against its children's."""
+    if not shape.parent_detail:
+        return None
+    options = [(s, s) for s in shape.parent_numbers if s in shape.measures]
+    options += [(s, None) for s in shape.parent_numbers if "count" in s and s not in shape.measures]
+    if not options:
+        return None
+    stored, measure = rng.choice(options)
+    parents = _parents(view, shape, rng, rng.randint(2, 3))
+    if not parents:
+        return None
+    p, c, column = _names(shape)
+    figure = (
+        f"the number of its {plural(c)}"
+        if measure is None
+        else f"the total {_words(measure)} of its {plural(c)}"
+    )
+    instruction = (
+        f"For each of {_which(shape, parents)}, compare the {_words(stored)} stored on the {p} "
+        f'with {figure}. Report an object mapping each {column} (as text) to "higher" if the '
+        'stored figure is larger, "lower" if it is smaller, or "equal".'
+    )
+    head = _head(
+        parents=parents,
+        stored=stored,
+        measure=measure,
+        parent_tool=shape.parent_detail.name,
+        parent_param=shape.parent_detail_param,
+    )
+    solution = head + RECONCILE + "\n\ndef solve(call):\n    return _statuses(call)\n"
+    verification = (
+        head + RECONCILE + "\n\ndef verify(answer, call):\n    return answer == _statuses(call)\n"
+    )
+    return ProgramDraft(
+        "reconcile",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "stored": stored, "measure": measure},
+        tools=[shape.parent_detail.name],
+    )
+
+
+DAYS = _code(
+    """
+    def _days(call):
+        days = []
+        for parent in PARENTS:
+            for child in _children(call, parent):
+                day = _day(_measure(call, child, DATE))
+                if day is not None:
+                    days.append(day)
+        return days
+    """
+)
+
+
+def draft_date_span(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Date arithmetic: days between the earliest and the latest date of some children."""
+    if not shape.dates:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    if not parents:
+        return None
+    date = rng.choice(shape.dates)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"How many days lie between the earliest and the latest {_words(date)} among the "
+        f"{plural(c)} of {_which(shape, parents)}? Report the latest minus the earliest, in days."
+    )
+    head = _head(parents=parents, date=date)
+    solution = (
+        head
+        + DAYS
+        + _code(
+            """
+        def solve(call):
+            days = _days(call)
+            return max(days) - min(days) if days else None
+        """
+        )
+    )
+    verification = (
+        head
+        + DAYS
+        + _code(
+            """
+        def verify(answer, call):
+            days = _days(call)
+            return bool(days) and _number(answer) and answer == max(days) - min(days)
+        """
+        )
+    )
+    return ProgramDraft(
+        "date_span", instruction, solution, verification, {"parents": parents, "date": date}
+    )
+
+
+def draft_date_window(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Date arithmetic: how many children fall inside a window of days."""
+    if not shape.dates:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    date = rng.choice(shape.dates)
+    days = sorted(
+        {str(v)[:10].replace("/", "-") for v in view.column_values(shape.child_table, date)}
+    )
+    if not parents or len(days) < 2:
+        return None
+    start, end = sorted(rng.sample(days, 2))
+    _, c, _ = _names(shape)
+    instruction = (
+        f"How many {plural(c)} of {_which(shape, parents)} have a {_words(date)} on a day from "
+        f"{start} to {end}, both included?"
+    )
+    head = _head(parents=parents, date=date, start=start, end=end)
+    window = head + _code(
+        """
+        def _inside(call):
+            low, high = _day(START), _day(END)
+            count = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    day = _day(_measure(call, child, DATE))
+                    if day is not None and low <= day <= high:
+                        count += 1
+            return count
+        """
+    )
+    solution = window + "\n\ndef solve(call):\n    return _inside(call)\n"
+    verification = (
+        window
+        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _inside(call)\n"
+    )
+    return ProgramDraft(
+        "date_window",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "date": date, "start": start, "end": end},
+    )
+
+
+def draft_count_distinct(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Count distinct: how many different values a column takes among some children."""
+    if not shape.categories:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 3))
+    if not parents:
+        return None
+    text = [c for c in shape.categories if c not in shape.measures]
+    column = rng.choice(text or shape.categories)  # a text column when there is one
+    _, c, _ = _names(shape)
+    instruction = (
+        f"How many different {_words(column)} values occur among the {plural(c)} of "
+        f"{_which(shape, parents)}? (A missing value does not count.)"
+    )
+    head = _head(parents=parents, column=column) + _code(
+        """
+        def _distinct(call):
+            seen = set()
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, COLUMN)
+                    if value is not None:
+                        seen.add(json.dumps(value))
+            return len(seen)
+        """
+    )
+    solution = head + "\n\ndef solve(call):\n    return _distinct(call)\n"
+    verification = (
+        head
+        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _distinct(call)\n"
+    )
+    return ProgramDraft(
+        "count_distinct",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "column": column},
+    )
+
+
+def draft_average(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Average with rounding over the children of some parents."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    if not parents:
+        return None
+    measure = rng.choice(shape.measures)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"What is the average {_words(measure)} of the {plural(c)} of {_which(shape, parents)} "
+        f"({plural(c)} without one left out)? Report the number rounded to 2 decimals."
+    )
+    head = _head(parents=parents, measure=measure) + _code(
+        """
+        def _values(call):
+            values = []
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None:
+                        values.append(value)
+            return values
+        """
+    )
+    solution = head + _code(
+        """
+        def solve(call):
+            values = _values(call)
+            return round(sum(values) / len(values), 2) if values else None
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            values = _values(call)
+            if not values or not _number(answer):
+                return False
+            return abs(answer - sum(values) / len(values)) <= 0.006
+        """
+    )
+    return ProgramDraft(
+        "average", instruction, solution, verification, {"parents": parents, "measure": measure}
+    )
+
+
+def draft_partition(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Threshold partition: how many children lie above and how many below a value."""
+    if not shape.measures:
+        return None
+    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    if not parents:
+        return None
+    measure = rng.choice(shape.measures)
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"Among the {plural(c)} of {_which(shape, parents)}, how many have {_words(measure)} "
+        f"above {threshold} and how many below {threshold}? Those equal to {threshold} or "
+        'without one count in neither. Report an object {"above": n, "below": m}.'
+    )
+    head = _head(parents=parents, measure=measure, threshold=threshold) + _code(
+        """
+        def _split(call):
+            split = {"above": 0, "below": 0}
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and value > THRESHOLD:
+                        split["above"] += 1
+                    elif value is not None and value < THRESHOLD:
+                        split["below"] += 1
+            return split
+        """
+    )
+    solution = head + "\n\ndef solve(call):\n    return _split(call)\n"
+    verification = head + "\n\ndef verify(answer, call):\n    return answer == _split(call)\n"
+    return ProgramDraft(
+        "partition",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure, "threshold": threshold},
+    )
+
+
+def draft_two_hop(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Nested two-hop aggregation: parents -> children -> grandchildren."""
+    if not shape.next_hops:
+        return None
+    hop = rng.choice(shape.next_hops)
+    parents = _parents(view, shape, rng, 1)
+    if not parents:
+        return None
+    measures = [m for m in hop.measures if m in hop.child_fields]
+    measure = rng.choice(measures) if measures else None
+    threshold = _threshold(view, hop.child_table, measure, rng) if measure else None
+    _, c, _ = _names(shape)
+    g = _words(hop.child_table)
+    which = f"{plural(g)}" + (f" with {_words(measure)} above {threshold}" if measure else "")
+    instruction = (
+        f"Across all {plural(c)} of {_which(shape, parents)}, how many {which} do those "
+        f"{plural(c)} have in total?"
+    )
+    head = _head(
+        parents=parents,
+        measure=measure,
+        threshold=threshold,
+        hop_tool=hop.group.name,
+        hop_param=hop.group_param,
+        hop_field=hop.parent_column,
+        hop_limit=hop.page_limit(),
+        hop_offset=hop.offset_param(),
+    ) + _code(
+        """
+        def _grandchildren(call):
+            count = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    rows = _rows_of(
+                        call, HOP_TOOL, HOP_PARAM, child[HOP_FIELD], HOP_LIMIT, HOP_OFFSET
+                    )
+                    for row in rows:
+                        value = row.get(MEASURE) if MEASURE else None
+                        if MEASURE is None or (value is not None and value > THRESHOLD):
+                            count += 1
+            return count
+        """
+    )
+    solution = head + "\n\ndef solve(call):\n    return _grandchildren(call)\n"
+    verification = (
+        head
+        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _grandchildren(call)\n"
+    )
+    return ProgramDraft(
+        "two_hop",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "hop": hop.group.name, "measure": measure, "threshold": threshold},
+        tools=[hop.group.name],
+    )
+
+
+# --- templates that write -----------------------------------------------------------------
+
+
+def draft_conditional_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Update every child matching a condition, then report how many changed."""
+    pairs = _update_pairs(shape)
+    if not pairs:
+        return None
+    (tool, key_param, column), measure = rng.choice(pairs)
+    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    new_value = _new_value(view.column_values(shape.child_table, column), rng)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"For every {c} of {_which(shape, parents)} whose {_words(measure)} is above "
+        f"{threshold}, set its {_words(column)} to {json.dumps(new_value)}. Report how many "
+        f"{plural(c)} you changed."
+    )
+    head = _head(
+        parents=parents,
+        measure=measure,
+        threshold=threshold,
+        update_tool=tool.name,
+        update_key=key_param,
+        column=column,
+        new_value=new_value,
+    )
+    solution = head + _code(
+        """
+        def solve(call):
+            targets = []
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and value > THRESHOLD:
+                        targets.append(child[CHILD_KEY])
+            for key in targets:
+                call(UPDATE_TOOL, **{UPDATE_KEY: key, COLUMN: NEW_VALUE})
+            return len(targets)
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            matched = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and value > THRESHOLD:
+                        matched += 1
+                        if _measure(call, child, COLUMN) != NEW_VALUE:
+                            return False
+            return _number(answer) and answer == matched
+        """
+    )
+    return ProgramDraft(
+        "conditional_update",
+        instruction,
+        solution,
+        verification,
+        {
+            "parents": parents,
+            "measure": measure,
+            "threshold": threshold,
+            "column": column,
+            "value": new_value,
+        },
+        writes=True,
+    )
+
+
+def draft_group_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Conditional update over a result set: if any child of a parent matches (exists), update
+    all of that parent's children; report the parents changed."""
+    pairs = _update_pairs(shape)
+    if not pairs:
+        return None
+    (tool, key_param, column), measure = rng.choice(pairs)
+    parents = _parents(view, shape, rng, rng.randint(2, 3))
+    if len(parents) < 2:
+        return None
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    new_value = _new_value(view.column_values(shape.child_table, column), rng)
+    p, c, column_words = _names(shape)
+    instruction = (
+        f"For each of {_which(shape, parents)}: if any of its {plural(c)} has "
+        f"{_words(measure)} above {threshold}, set the {_words(column)} of every one of its "
+        f"{plural(c)} to {json.dumps(new_value)}. Report the {column_words} of each {p} whose "
+        f"{plural(c)} you changed (order does not matter)."
+    )
+    head = _head(
+        parents=parents,
+        measure=measure,
+        threshold=threshold,
+        update_tool=tool.name,
+        update_key=key_param,
+        column=column,
+        new_value=new_value,
+    ) + _code(
+        """
+        def _hit(call, children):
+            for child in children:
+                value = _measure(call, child, MEASURE)
+                if value is not None and value > THRESHOLD:
+                    return True
+            return False
+        """
+    )
+    solution = head + _code(
+        """
+        def solve(call):
+            changed = []
+            for parent in PARENTS:
+                children = _children(call, parent)
+                if _hit(call, children):
+                    for child in children:
+                        call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: NEW_VALUE})
+                    changed.append(parent)
+            return changed
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            if not isinstance(answer, list):
+                return False
+            expected = []
+            for parent in PARENTS:
+                children = _children(call, parent)
+                updated = [_measure(call, c, COLUMN) == NEW_VALUE for c in children]
+                if _hit(call, children):
+                    expected.append(parent)
+                    if not all(updated):
+                        return False
+                elif any(updated):
+                    return False
+            return sorted(map(json.dumps, answer)) == sorted(map(json.dumps, expected))
+        """
+    )
+    return ProgramDraft(
+        "group_update",
+        instruction,
+        solution,
+        verification,
+        {
+            "parents": parents,
+            "measure": measure,
+            "threshold": threshold,
+            "column": column,
+            "value": new_value,
+        },
+        answer={"shape": "list"},
+        writes=True,
+    )
+
+
+def draft_branch_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """A multi-write workflow with a branch: every child gets one of two values."""
+    pairs = _update_pairs(shape)
+    if not pairs:
+        return None
+    (tool, key_param, column), measure = rng.choice(pairs)
+    parents = _parents(view, shape, rng, 1)
+    if not parents:
+        return None
+    threshold = _threshold(view, shape.child_table, measure, rng)
+    existing = view.column_values(shape.child_table, column)
+    high = _new_value(existing, rng)
+    low = _new_value(existing + [high], rng)
+    _, c, _ = _names(shape)
+    instruction = (
+        f"For every {c} of {_which(shape, parents)}: if its {_words(measure)} is above "
+        f"{threshold}, set its {_words(column)} to {json.dumps(high)}; otherwise (also when it "
+        f"has no {_words(measure)}) set its {_words(column)} to {json.dumps(low)}. Report how "
+        f"many {plural(c)} got {json.dumps(high)}."
+    )
+    head = _head(
+        parents=parents,
+        measure=measure,
+        threshold=threshold,
+        update_tool=tool.name,
+        update_key=key_param,
+        column=column,
+        high=high,
+        low=low,
+    )
+    solution = head + _code(
+        """
+        def solve(call):
+            above = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    if value is not None and value > THRESHOLD:
+                        call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: HIGH})
+                        above += 1
+                    else:
+                        call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: LOW})
+            return above
+        """
+    )
+    verification = head + _code(
+        """
+        def verify(answer, call):
+            above = 0
+            for parent in PARENTS:
+                for child in _children(call, parent):
+                    value = _measure(call, child, MEASURE)
+                    hit = value is not None and value > THRESHOLD
+                    above += hit
+                    if _measure(call, child, COLUMN) != (HIGH if hit else LOW):
+                        return False
+            return _number(answer) and answer == above
+        """
+    )
+    return ProgramDraft(
+        "branch_update",
+        instruction,
+        solution,
+        verification,
+        {
+            "parents": parents,
+            "measure": measure,
+            "threshold": threshold,
+            "column": column,
+            "high": high,
+            "low": low,
+        },
+        writes=True,
+    )
+
+
+TEMPLATES = (
+    draft_most_children,
+    draft_total,
+    draft_filtered_list,
+    draft_conditional_update,
+    draft_compare_totals,
+    draft_argmax_child,
+    draft_top_parents,
+    draft_first_match,
+    draft_reconcile,
+    draft_date_span,
+    draft_date_window,
+    draft_count_distinct,
+    draft_average,
+    draft_partition,
+    draft_two_hop,
+    draft_group_update,
+    draft_branch_update,
+)
+TEMPLATE_NAMES = tuple(t.__name__.removeprefix("draft_") for t in TEMPLATES)
