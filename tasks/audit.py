@@ -311,8 +311,13 @@ class VerifierAuditor:
 
     def _dropped_write(self, task: TaskSpec, calls, reference) -> AuditCheck:
         writes = self._write_positions(task)
-        if not writes or not task.expected_diff:
+        if not writes:
             return AuditCheck("dropped_write", False, True, detail="the task makes no write")
+        if not compare_diffs(task.expected_diff, {}).expected:
+            # Its writes change nothing (the row already held the value): a run that skips
+            # them, or does nothing but look, ends in the same state and would be solved.
+            detail = "the gold run's writes leave the state unchanged"
+            return AuditCheck("dropped_write", True, False, detail=detail)
         kept = calls[: writes[-1]] + calls[writes[-1] + 1 :]
         run = self._run(task, kept, {"gold": reference})["gold"]
         return self._expect_failed(

@@ -15,6 +15,7 @@ from tasks.synthesis.programmatic_tasks import (
     ProgrammaticTaskSynthesizer,
     programmatic_task_from_source,
 )
+from tasks.synthesis.task_spec import TaskSpec
 from tasks.synthesis.tool_graph import build_tool_graph
 from tests.support.programs import ACCEPT_ANYTHING, CHECK_TOTAL, HERBERT_TOTAL
 from tests.support.sample_package import build_sample_package
@@ -87,6 +88,26 @@ def test_a_task_whose_expected_state_is_wrong_is_discarded(graph_tasks, auditor)
     corrupted = dataclasses.replace(task, expected_diff={}, expected_state_hash="nothing")
     audit = auditor.audit(corrupted)
     assert not audit.passed and audit.failed == "gold"
+
+
+def test_a_write_task_whose_writes_change_nothing_is_discarded(auditor):
+    # The gold write sets the stock book 1 already has: looking once and submitting nothing
+    # would end in the gold state, so the task cannot tell a worker from an idler.
+    task = TaskSpec(
+        kind="graph",
+        environment="bookstore",
+        instruction="Set the stock of book 1 to 5.",
+        gold_chain=[
+            {"tool": "get_book", "arguments": {"book_id": 1}, "kind": "read"},
+            {"tool": "update_stock", "arguments": {"book_id": 1, "stock": 5}, "kind": "write"},
+        ],
+        expected_state_hash=auditor.view_initial_hash(),
+        expected_diff={},
+        answer_contract=AnswerContract("none").to_dict(),
+        signature="stock-unchanged",
+    )
+    audit = auditor.audit(task)
+    assert not audit.passed and audit.failed == "dropped_write"
 
 
 def test_a_task_whose_reference_answer_is_wrong_is_discarded(graph_tasks, auditor):

@@ -251,7 +251,8 @@ class DatabaseBuilder:
         self._create(spec)
         placeholders = ", ".join("?" for _ in columns)
         self.conn.executemany(
-            f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})',
+            f'INSERT INTO "{table}" ({", ".join(_quoted(c) for c in columns)}) '
+            f"VALUES ({placeholders})",
             [tuple(r.get(c) for c in columns) for r in clean_rows],
         )
         self.tables[table] = spec
@@ -358,6 +359,11 @@ def _id_like_value(value: Any) -> bool:
         and not any(ch.isspace() for ch in value)
         and any(ch.isdigit() or ch == "#" for ch in value)
     )
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier, quoted: data files may name columns `from`, `order` or `group`."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _name_suggests_reference(column: str, other: TableSpec) -> bool:
