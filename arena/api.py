@@ -49,6 +49,11 @@ class StartRoundSerializer(serializers.Serializer):
     tasks_per_environment = serializers.IntegerField(min_value=1, max_value=200, default=4)
     train = serializers.BooleanField(default=True)
     seed = serializers.IntegerField(min_value=0, required=False)
+    instruction_tier = serializers.ChoiceField(
+        choices=[(t, t) for t in ("explicit", "goal", "goal_hard")],
+        default="goal",
+        help_text="Instruction tier of the round's fresh arena tasks",
+    )
 
 
 class ArenaEvaluationSerializer(serializers.ModelSerializer):

@@ -46,6 +46,7 @@ def start_round(
     train: bool = True,
     seed: int | None = None,
     training: dict[str, Any] | None = None,
+    instruction_tier: str = "goal",
 ) -> EvolutionRound:
     """Create the next round and enqueue its evaluation; refuses while another round runs."""
     policy = policy or default_policy()
@@ -75,6 +76,7 @@ def start_round(
                         "tasks_per_environment": tasks_per_environment,
                         "train": train,
                         "training": training or {},
+                        "instruction_tier": instruction_tier,
                     },
                 )
                 schedule_step(evolution_round, user)

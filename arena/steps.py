@@ -79,6 +79,7 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
                     per_environment,
                     pool,
                     base_seed=evolution_round.seed,
+                    tier=evolution_round.config.get("instruction_tier", "goal"),
                 )
             )
             ctx.progress(

@@ -12,6 +12,7 @@ from aw_site.jobs_api import JobSerializer
 from environments.models import Environment
 from tasks.models import Task
 from tasks.privacy import GOLD_FIELDS, hides_answers, public_metadata, request_user
+from tasks.synthesis.instructions import TIERS
 
 _HIDDEN_HELP = "null for viewers on evaluation (arena, held-out) tasks: reviewers only"
 
@@ -74,6 +75,12 @@ class SynthesizeTasksSerializer(serializers.Serializer):
     max_walk_length = serializers.IntegerField(min_value=1, max_value=64, default=4)
     write_steps = serializers.IntegerField(min_value=0, max_value=32, default=0)
     seed = serializers.IntegerField(min_value=0, default=0)
+    tier = serializers.ChoiceField(
+        choices=[(t, t) for t in TIERS],
+        default="goal",
+        help_text="Instruction tier of graph tasks: explicit steps, a goal, or a goal with "
+        "conditions, a value to discover and a distractor",
+    )
 
     def validate(self, attrs):
         if attrs["min_walk_length"] > attrs["max_walk_length"]:

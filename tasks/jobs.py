@@ -21,6 +21,7 @@ def synthesize(
     write_steps: int = 0,
     seed: int = 0,
     split: str | None = None,
+    tier: str = "goal",
 ) -> dict[str, Any]:
     """Synthesize verified tasks in one environment; rerunning adds only new signatures."""
     record = Environment.objects.get(pk=environment)
@@ -37,6 +38,7 @@ def synthesize(
         write_steps=write_steps,
         seed=seed,
         split=split,
+        tier=tier,
         progress=ctx.progress,
     )
     by_split: dict[str, int] = {}

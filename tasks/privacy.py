@@ -36,7 +36,13 @@ GOLD_FIELDS = (
 )
 # Metadata kept for viewers (an allow-list: anything new stays hidden until listed here).
 PUBLIC_METADATA = ("difficulty", "tools")
-PUBLIC_METADATA_EXTRA = ("instruction_source", "template_instruction", "template", "pass_rate")
+PUBLIC_METADATA_EXTRA = (
+    "instruction_source",
+    "template_instruction",
+    "template",
+    "pass_rate",
+    "tier",
+)
 # Reward-component and label-evidence keys kept for viewers: scores, step indices, kinds.
 PUBLIC_COMPONENT_KEYS = ("score", "weight", "applicable")
 PUBLIC_LABEL_KEYS = ("kind", "label", "steps", "step", "capability")

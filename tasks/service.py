@@ -44,9 +44,11 @@ def synthesize_specs(
     max_walk_length: int = 4,
     write_steps: int = 0,
     seed: int = 0,
+    tier: str = "goal",
     progress: Progress = _quiet,
 ) -> SynthesisBatch:
-    """Audited task specs; graph walk lengths spread evenly over [min, max]."""
+    """Audited task specs; graph walk lengths spread evenly over [min, max]; ``tier`` is the
+    instruction tier of graph tasks (explicit | goal | goal_hard)."""
     if kind == Task.Kind.PROGRAMMATIC:
         synthesizer = ProgrammaticTaskSynthesizer(package, pool)
         specs = synthesizer.synthesize(count, seed=seed)
@@ -54,7 +56,7 @@ def synthesize_specs(
         return SynthesisBatch(specs, synthesizer.auditor.summary)
     lengths = list(range(min_walk_length, max_walk_length + 1))
     specs: list[TaskSpec] = []
-    with GraphTaskSynthesizer(package, pool) as synthesizer:
+    with GraphTaskSynthesizer(package, pool, tier=tier) as synthesizer:
         for index, length in enumerate(lengths):
             share = count // len(lengths) + (1 if index < count % len(lengths) else 0)
             if share == 0:
@@ -96,6 +98,7 @@ def synthesize_tasks(
     split: str | None = None,
     round_number: int | None = None,
     pool: SandboxPool | None = None,
+    tier: str = "goal",
     progress: Progress = _quiet,
 ) -> list[Task]:
     """Synthesize and store tasks; without ``split`` each lands where its signature hashes."""
@@ -112,6 +115,7 @@ def synthesize_tasks(
             max_walk_length=max_walk_length,
             write_steps=write_steps,
             seed=seed,
+            tier=tier,
             progress=progress,
         )
     finally:
@@ -134,8 +138,10 @@ def fresh_arena_tasks(
     count: int,
     pool: SandboxPool,
     base_seed: int = 0,
+    tier: str = "goal",
 ) -> list[Task]:
-    """Tasks no training run has seen: new seeds per round, arena split only, never reused."""
+    """Tasks no training run has seen: new seeds per round, arena split only, never reused.
+    ``tier``: the instruction tier of the new tasks (a round's ``instruction_tier``)."""
     existing = list(
         Task.objects.filter(
             environment=environment, split=Task.Split.ARENA, round_number=round_number
@@ -145,7 +151,7 @@ def fresh_arena_tasks(
         return existing[:count]
     package = load_package(environment.package_path)
     exclude = set(Task.objects.filter(environment=environment).values_list("signature", flat=True))
-    synthesizer = GraphTaskSynthesizer(package, pool)
+    synthesizer = GraphTaskSynthesizer(package, pool, tier=tier)
     plans = [
         Difficulty(steps=1, distractors=2),
         Difficulty(steps=2, distractors=3),

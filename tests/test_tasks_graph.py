@@ -83,7 +83,8 @@ def test_every_graph_task_replays_to_a_perfect_score(pool, bookstore, penguins):
 
 
 def test_difficulty_controls_shape_the_walk(pool, bookstore, penguins):
-    with GraphTaskSynthesizer(penguins, pool, llm=None) as synthesizer:
+    # the explicit tier keeps every step walked (goal tiers drop lookups nothing uses)
+    with GraphTaskSynthesizer(penguins, pool, llm=None, tier="explicit") as synthesizer:
         long = synthesizer.synthesize(1, Difficulty(steps=40, writes=4, distractors=5), seed=7)
         branched = synthesizer.synthesize(8, Difficulty(steps=4, branching=1), seed=70)
     assert long and long[0].difficulty["steps"] >= 40 and len(long[0].gold_chain) >= 40
@@ -97,7 +98,7 @@ def test_difficulty_controls_shape_the_walk(pool, bookstore, penguins):
 
 
 def test_instruction_names_the_values_and_what_to_report(pool, bookstore):
-    with GraphTaskSynthesizer(bookstore, pool, llm=None) as synthesizer:
+    with GraphTaskSynthesizer(bookstore, pool, llm=None, tier="explicit") as synthesizer:
         tasks = synthesizer.synthesize(10, Difficulty(steps=3), seed=3)
     for task in tasks:
         first = task.gold_chain[0]["arguments"]
@@ -130,13 +131,13 @@ def test_llm_writes_the_instruction_when_configured(pool, bookstore, monkeypatch
 
     with ScriptedOpenAIServer(rewrite) as server:
         monkeypatch.setenv("AW_LLM_BASE_URL", server.base_url)
-        with GraphTaskSynthesizer(bookstore, pool) as synthesizer:
+        with GraphTaskSynthesizer(bookstore, pool, tier="explicit") as synthesizer:
             tasks = synthesizer.synthesize(3, Difficulty(steps=2), seed=5)
         assert server.requests and all(t.metadata["instruction_source"] == "llm" for t in tasks)
         assert all(t.instruction.startswith("Please do this.") for t in tasks)
 
         server.responder = lambda body: text_reply('{"instruction": "Do something vague."}')
-        with GraphTaskSynthesizer(bookstore, pool) as synthesizer:
+        with GraphTaskSynthesizer(bookstore, pool, tier="explicit") as synthesizer:
             vague = synthesizer.synthesize(2, Difficulty(steps=2), seed=5)
     # a rewrite that drops a concrete value would not determine the answer: template kept
     assert all(t.metadata["instruction_source"] == "template" for t in vague)

@@ -17,7 +17,7 @@ from tasks.synthesis.answers import project_answer
 from tasks.synthesis.arguments import sample_arguments, write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.episodes import EpisodeLease
-from tasks.synthesis.instructions import llm_instruction, render_instruction
+from tasks.synthesis.instructions import compose_instruction, llm_instruction
 from tasks.synthesis.task_spec import TaskSpec, canonical_signature
 from tasks.synthesis.tool_graph import (
     ToolGraph,
@@ -60,30 +60,55 @@ class GraphSynthesisStats:
     step_errors: int = 0
     calls: int = 0
     audit_discarded: int = 0
+    pruned_steps: int = 0  # goal tiers: lookups feeding neither the answer nor a write
 
 
-def _binding_value(step: dict[str, Any], field_name: str, rng: random.Random):
-    """(value, item) of ``field_name`` in a step's result; ``item`` is the position in a list
-    result (None for a single row). None when the field is absent or not a scalar."""
+TIERS = ("explicit", "goal", "goal_hard")
+GOAL_TIERS = ("goal", "goal_hard")
+
+
+def _sort_key(value: Any):
+    return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
+
+
+def _binding_value(step: dict[str, Any], field_name: str, rng: random.Random, rows: str = "first"):
+    """(value, item, sorted_by) of ``field_name`` in a step's result; ``item`` is the position
+    in a list result (None for a single row). None when the field is absent or not a scalar.
+
+    Row order is never assumed. A list with one row binds that row. From a list with several
+    rows, ``rows="first"`` binds the first row when sorted by the field itself (the smallest
+    value, which the text can state: "the first ... when sorted by <field>"), unless the page
+    may be cut short; ``rows="single"`` (goal tiers, whose text cannot name a row) binds
+    nothing.
+    """
     records = records_of(step["result"])
     is_list = isinstance(step["result"], list) or (
         bool(records) and records[0] is not step["result"]
     )
     usable = [
         i
-        for i, r in enumerate(records[:3])
+        for i, r in enumerate(records)
         if r.get(field_name) is not None and not isinstance(r.get(field_name), dict | list)
     ]
     if not usable:
         return None
-    item = rng.choice(usable) if is_list else 0
-    return records[item][field_name], (item if is_list else None)
+    if not is_list:
+        return records[0][field_name], None, None
+    if len(records) == 1:
+        return records[0][field_name], 0, None
+    if rows == "single" or step.get("truncated") or len(usable) != len(records):
+        return None
+    item = min(usable, key=lambda i: _sort_key(records[i][field_name]))
+    return records[item][field_name], item, field_name
 
 
 class GraphWalker:
     """Builds one gold chain at a time by walking the graph inside an episode."""
 
-    def __init__(self, view: EnvironmentView, graph: ToolGraph, lease: EpisodeLease, stats):
+    def __init__(
+        self, view: EnvironmentView, graph: ToolGraph, lease: EpisodeLease, stats, rows="first"
+    ):
+        self.rows = rows  # "first" (explicit tier) or "single" (goal tiers): see _binding_value
         self.view = view
         self.graph = graph
         self.lease = lease
@@ -105,7 +130,7 @@ class GraphWalker:
                 for source, field_name in sorted(sources):
                     if step["tool"] != source:
                         continue
-                    got = _binding_value(step, field_name, rng)
+                    got = _binding_value(step, field_name, rng, self.rows)
                     if got is None:
                         continue
                     if p.role in ("value", "text") and index != len(steps) - 1:
@@ -115,6 +140,7 @@ class GraphWalker:
                         "field": field_name,
                         "item": got[1],
                         "value": got[0],
+                        **({"sorted_by": got[2]} if got[2] else {}),
                     }
                     break
                 if pname in found:
@@ -189,13 +215,19 @@ class GraphWalker:
         if not self._useful(node, arguments, outcome.result):
             return False
         inputs = {
-            name: {"step": b["step"], "field": b["field"], "item": b["item"]}
+            name: {
+                "step": b["step"],
+                "field": b["field"],
+                "item": b["item"],
+                **({"sorted_by": b["sorted_by"]} if b.get("sorted_by") else {}),
+            }
             for name, b in bindings.items()
             if arguments.get(name) == b["value"]
         }
-        steps.append(
-            {"tool": node.name, "arguments": arguments, "inputs": inputs, "result": outcome.result}
-        )
+        step = {"tool": node.name, "arguments": arguments, "inputs": inputs}
+        step["result"] = outcome.result
+        step["truncated"] = self._truncated(step)
+        steps.append(step)
         return True
 
     def _fan_in(self, node: ToolNode) -> int:
@@ -224,7 +256,7 @@ class GraphWalker:
                 arguments = sample_arguments(self.view, source, rng)
                 if arguments is None or not self._execute(source, arguments, {}, steps):
                     continue
-                got = _binding_value(steps[-1], edge.field, rng)
+                got = _binding_value(steps[-1], edge.field, rng, self.rows)
                 if got is None:
                     continue
                 index = len(steps) - 1
@@ -235,6 +267,7 @@ class GraphWalker:
                         "item": got[1],
                         "value": got[0],
                         "side": True,
+                        **({"sorted_by": got[2]} if got[2] else {}),
                     }
                 }
         return None
@@ -299,8 +332,9 @@ def measured_difficulty(steps, nodes: dict[str, ToolNode], distractors: int) -> 
     }
 
 
-def graph_signature(environment: str, version, steps, answer_spec) -> str:
-    """Canonical gold-chain signature: equal chains asking for the same answer are one task."""
+def graph_signature(environment: str, version, steps, answer_spec, tier: str = "explicit") -> str:
+    """Canonical gold-chain signature: equal chains asking for the same answer, at the same
+    instruction tier, are one task (the same walk at two tiers is two tasks)."""
     chain = [[s["tool"], s["arguments"]] for s in steps]
     return canonical_signature(
         {
@@ -309,8 +343,31 @@ def graph_signature(environment: str, version, steps, answer_spec) -> str:
             "kind": "graph",
             "chain": chain,
             "answer": answer_spec,
+            "tier": tier,
         }
     )
+
+
+def prune_unused(steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> list[dict[str, Any]]:
+    """Drop read steps that feed neither the last step nor a write (directly or not).
+
+    A goal states what is wanted, not a plan; a lookup whose result nothing uses has no place
+    in it. Inputs are renumbered to the kept steps.
+    """
+    needed = {len(steps) - 1} | {i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"}
+    for index in range(len(steps) - 1, -1, -1):
+        if index in needed:
+            needed |= {b["step"] for b in steps[index]["inputs"].values()}
+    kept = sorted(needed)
+    renumber = {old: new for new, old in enumerate(kept)}
+    pruned = []
+    for old in kept:
+        step = dict(steps[old])
+        step["inputs"] = {
+            name: {**b, "step": renumber[b["step"]]} for name, b in step["inputs"].items()
+        }
+        pruned.append(step)
+    return pruned
 
 
 class GraphTaskSynthesizer:
@@ -324,7 +381,11 @@ class GraphTaskSynthesizer:
         llm: Any = "auto",
         observe: bool = True,
         audit: bool = True,
+        tier: str = "goal",
     ):
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+        self.tier = tier
         self.package = package
         self.view = EnvironmentView(package)
         self.lease = EpisodeLease(pool, package)
@@ -339,7 +400,13 @@ class GraphTaskSynthesizer:
         self.llm = llm
         self.stats = GraphSynthesisStats()
         self.seen: set[str] = set()
-        self.walker = GraphWalker(self.view, self.graph, self.lease, self.stats)
+        self.walker = GraphWalker(
+            self.view,
+            self.graph,
+            self.lease,
+            self.stats,
+            rows="single" if tier in GOAL_TIERS else "first",
+        )
         from tasks.audit import VerifierAuditor  # the audit scores with tasks.reward
 
         self.auditor = VerifierAuditor(package, pool, self.view, graph.nodes) if audit else None
@@ -359,8 +426,21 @@ class GraphTaskSynthesizer:
         difficulty: Difficulty | None = None,
         seed: int = 0,
         max_walks: int | None = None,
+        tier: str | None = None,
     ) -> list[TaskSpec]:
-        """Up to ``count`` distinct verified tasks from walks seeded ``seed``, ``seed+1``, ..."""
+        """Up to ``count`` distinct verified tasks from walks seeded ``seed``, ``seed+1``, ...
+
+        ``tier`` (default: the synthesizer's) is the instruction tier of these tasks."""
+        if tier is not None and tier != self.tier:
+            if tier not in TIERS:
+                raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+            previous, self.tier = self.tier, tier
+            self.walker.rows = "single" if tier in GOAL_TIERS else "first"
+            try:
+                return self.synthesize(count, difficulty, seed, max_walks)
+            finally:
+                self.tier = previous
+                self.walker.rows = "single" if previous in GOAL_TIERS else "first"
         difficulty = difficulty or Difficulty()
         tasks: list[TaskSpec] = []
         max_walks = max_walks or count * 8
@@ -379,6 +459,10 @@ class GraphTaskSynthesizer:
         if steps is None or len(steps) < difficulty.steps:
             self.stats.short += 1
             return None
+        if self.tier in GOAL_TIERS:
+            kept = prune_unused(steps, self.graph.nodes)
+            self.stats.pruned_steps += len(steps) - len(kept)
+            steps = kept
         task = self._task_from_walk(steps, difficulty, seed, rng)
         if task is not None and self.auditor is not None:
             result = self.auditor.audit(task)
@@ -393,7 +477,9 @@ class GraphTaskSynthesizer:
         nodes = self.graph.nodes
         last = nodes[steps[-1]["tool"]]
         answer_spec, reference = project_answer(last.action, last.kind, steps[-1]["result"])
-        signature = graph_signature(self.view.name, self.view.version, steps, answer_spec)
+        signature = graph_signature(
+            self.view.name, self.view.version, steps, answer_spec, self.tier
+        )
         if signature in self.seen:
             self.stats.duplicates += 1
             return None
@@ -407,10 +493,15 @@ class GraphTaskSynthesizer:
         distractors = rng.sample(others, min(difficulty.distractors, len(others)))
         offered = used + distractors
         rng.shuffle(offered)
-        template = render_instruction(steps, nodes, answer_spec)
+        rendered = compose_instruction(
+            self.tier, steps, nodes, answer_spec, self.view, random.Random(f"{signature}:text")
+        )
+        template = rendered.text
         instruction, source = template, "template"
         if self.llm is not None:
-            written = llm_instruction(self.llm, template, steps)
+            written = llm_instruction(
+                self.llm, template, steps, tier=self.tier, given=rendered.given, tools=list(nodes)
+            )
             if written:
                 instruction, source = written, "llm"
         contract = contract_for(reference, answer_spec, entity=last.entity)
@@ -433,7 +524,10 @@ class GraphTaskSynthesizer:
             reference_answer=reference,
             expected_state_hash=state_hash,
             expected_diff=diff,
-            difficulty=measured_difficulty(steps, nodes, len(distractors)),
+            difficulty={
+                **measured_difficulty(steps, nodes, len(distractors)),
+                "tier": self.tier,
+            },
             seed=seed,
             tools=offered,
             signature=signature,
@@ -442,6 +536,9 @@ class GraphTaskSynthesizer:
                 "answer": answer_spec,
                 "instruction_source": source,
                 "template_instruction": template,
+                "tier": self.tier,
+                "given": rendered.given,
+                "discovered": rendered.discovered,
                 "gold_results": [s["result"] for s in steps],
             },
         )
@@ -454,9 +551,10 @@ def synthesize_graph_tasks(
     difficulty: Difficulty | None = None,
     seed: int = 0,
     llm: Any = "auto",
+    tier: str = "goal",
 ) -> list[TaskSpec]:
     """Convenience: build the graph, synthesize ``count`` tasks, release the episode."""
-    with GraphTaskSynthesizer(package, pool, llm=llm) as synthesizer:
+    with GraphTaskSynthesizer(package, pool, llm=llm, tier=tier) as synthesizer:
         return synthesizer.synthesize(count, difficulty, seed)
 
 

@@ -1,18 +1,38 @@
-"""Instruction text for a gold chain: templates offline, the configured LLM when there is one.
+"""Instruction text for a gold chain, at one of three tiers, offline or by the configured LLM.
 
-Either way the text names every concrete value the gold run sampled and says how each later
-step takes its inputs from earlier ones, so the instruction alone determines the answer.
+- ``explicit``: one sentence per step ("Step 2: Look up the country ..."), saying how each step
+  takes its inputs from earlier ones. No tool is named, and no row order is assumed: a value
+  taken from a list of several rows comes from "the first of them when sorted by <field>",
+  which the walker made true (see ``graph_tasks._binding_value``).
+- ``goal``: what is wanted and the given facts, never the tools or the order of the steps. A
+  nested noun phrase is composed backwards from the last step along the ``inputs`` bindings
+  ("the name of the country of the airport whose iata is "OTS""); writes are imperative goals
+  ("Delete ...", "Set the ... of ... to ..., then ...").
+- ``goal_hard``: the goal plus a condition true of the gold run ("Do this only if its
+  population is above 1000"), a value the agent must discover (one sampled key is replaced by a
+  description of its row: "the airport whose name is ..." instead of its iata), and a fact about
+  an unrelated row.
+
+Every literal the gold run sampled (``concrete_values``) is in the text, except the one a
+``goal_hard`` task describes instead (``Rendered.discovered``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import random
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from tasks.synthesis.tool_graph import ToolNode, plural
+from environments.discovery.naming import plural, singular
+from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolNode, is_row_list, records_of
 
 log = logging.getLogger(__name__)
+
+TIERS = ("explicit", "goal", "goal_hard")
 
 
 def words(name: str) -> str:
@@ -26,29 +46,64 @@ def fmt(value: Any) -> str:
 
 
 def _thing(node: ToolNode) -> str:
-    return words(node.entity) if node.entity else "record"
+    return words(singular(node.entity)) if node.entity else "record"
 
+
+def _things(node: ToolNode) -> str:
+    return words(plural(singular(node.entity))) if node.entity else "records"
+
+
+def _column(node: ToolNode, name: str) -> str:
+    p = node.params.get(name)
+    return words(p.column[1]) if p and p.column else words(name)
+
+
+def _rows(step: dict[str, Any]) -> int:
+    """How many rows a step's result holds (1 for a single row)."""
+    result = step.get("result")
+    if not is_row_list(result):
+        return 1
+    return len(records_of(result))
+
+
+def _join(parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+METRICS = {"count": "number", "sum": "total", "avg": "average", "min": "smallest", "max": "largest"}
+
+
+# --- explicit tier: the steps ---------------------------------------------------------------
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
 
 
 def _reference(steps: list[dict[str, Any]], nodes: dict[str, ToolNode], binding) -> str:
     source = steps[binding["step"]]
-    thing = _thing(nodes[source["tool"]])
+    node = nodes[source["tool"]]
     where = f"step {binding['step'] + 1}"
     item = binding.get("item")
     if item is None:
-        owner = f"the {thing} from {where}"
-    else:
+        owner = f"the {_thing(node)} from {where}"
+    elif binding.get("sorted_by"):
+        owner = (
+            f"the first {_thing(node)} returned in {where} "
+            f"when sorted by {words(binding['sorted_by'])}"
+        )
+    elif "result" in source and _rows(source) == 1:
+        owner = f"the {_thing(node)} returned in {where}"
+    else:  # a chain recorded before row picks were stated: its own words
         ordinal = ORDINALS[item] if item < len(ORDINALS) else f"#{item + 1}"
-        owner = f"the {ordinal} {thing} returned in {where}"
+        owner = f"the {ordinal} {_thing(node)} returned in {where}"
     return f"the {words(binding['field'])} of {owner}"
 
 
 def _argument_phrase(node: ToolNode, name: str, value: Any, binding, steps, nodes) -> str:
     p = node.params.get(name)
     role = p.role if p else "value"
-    column = words(p.column[1]) if p and p.column else words(name)
+    column = _column(node, name)
     shown = _reference(steps, nodes, binding) if binding else fmt(value)
     if role == "min":
         return f"{column} at least {shown}"
@@ -61,30 +116,54 @@ def _argument_phrase(node: ToolNode, name: str, value: Any, binding, steps, node
     return f"{words(name)} {'equal to ' if binding else ''}{shown}"
 
 
-def _join(parts: list[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
+def _aggregate_phrase(node: ToolNode, arguments: dict[str, Any], where: str = "") -> str:
+    """ "the average "elevation_ft" of all airports": metric and column stay literal."""
+    metric = arguments.get("metric")
+    column = arguments.get("column")
+    things = _things(node)
+    scope = f"the {things}{where}" if where else f"all {things}"
+    named = f"{METRICS.get(metric, 'result')} ({fmt(metric)})" if metric is not None else ""
+    if metric == "count" or (metric is None and column is None):
+        text = f"the {named or 'number'} of {things}{where}"
+    elif column is not None:
+        text = f"the {named or 'result'} of {fmt(column)} over {scope}"
+    else:
+        text = f"the {named} over {scope}"
+    if arguments.get("group_by") is not None:
+        text += f", for each value of {fmt(arguments['group_by'])}"
+    return text
+
+
+AGGREGATE_PARAMS = ("metric", "column", "group_by")
 
 
 def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
     step = steps[index]
     node = nodes[step["tool"]]
     bindings = step.get("inputs", {})
+    arguments = step["arguments"]
+    action = node.action
+    shown = (
+        {n: v for n, v in arguments.items() if n not in AGGREGATE_PARAMS}
+        if action == "aggregate"
+        else arguments
+    )
     parts = [
         _argument_phrase(node, name, value, bindings.get(name), steps, nodes)
-        for name, value in step["arguments"].items()
+        for name, value in shown.items()
     ]
     args = _join(parts)
     with_args = f" with {args}" if args else ""
     thing = _thing(node)
-    action = node.action
     if action == "get":
         text = f"Look up the {thing}{with_args}."
     elif action in ("search", "list"):
-        text = f"Find the {plural(thing)}{with_args}." if args else f"List all {plural(thing)}."
+        text = f"Find the {_things(node)}{with_args}." if args else f"List all {_things(node)}."
     elif action == "count":
-        text = f"Count the {plural(thing)}{with_args}."
+        text = f"Count the {_things(node)}{with_args}."
+    elif action == "aggregate":
+        where = f" with {args}" if args else ""
+        text = f"Compute {_aggregate_phrase(node, arguments, where)}."
     elif action == "create":
         text = f"Create a new {thing}{with_args}."
     elif action == "update":
@@ -92,24 +171,25 @@ def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, Tool
     elif action == "delete":
         text = f"Delete the {thing}{with_args}."
     else:
-        text = f"Use {node.name} ({words(node.name)}){with_args}."
+        verb = node.name.split("_")[0]
+        text = f"{verb.capitalize()} the {_things(node)}{with_args}."
     return f"Step {index + 1}: {text}"
 
 
 def describe_answer(spec: dict[str, Any], steps, nodes: dict[str, ToolNode]) -> str:
     last = len(steps)
     thing = _thing(nodes[steps[-1]["tool"]])
-    field = words(spec["field"]) if spec.get("field") else None
+    field_name = words(spec["field"]) if spec.get("field") else None
     shape = spec["shape"]
     if shape == "none":
         return ""  # the answer contract's sentence says how to finish
     if shape == "scalar":
         return f"Finally, report the result of step {last}."
     if shape == "value":
-        return f"Finally, report the {field} of the {thing} from step {last}."
-    if shape == "list" and field:
+        return f"Finally, report the {field_name} of the {thing} from step {last}."
+    if shape == "list" and field_name:
         return (
-            f"Finally, report the {field} of every {thing} returned in step {last}, "
+            f"Finally, report the {field_name} of every {thing} returned in step {last}, "
             "as a list (order does not matter)."
         )
     if shape == "list":
@@ -118,10 +198,386 @@ def describe_answer(spec: dict[str, Any], steps, nodes: dict[str, ToolNode]) -> 
 
 
 def render_instruction(steps, nodes: dict[str, ToolNode], answer_spec: dict[str, Any]) -> str:
-    """The offline rendering: one sentence per step, then what to report."""
+    """The explicit tier: one sentence per step, then what to report."""
     lines = [describe_step(i, steps, nodes) for i in range(len(steps))]
     lines.append(describe_answer(answer_spec, steps, nodes))
     return "\n".join(line for line in lines if line)
+
+
+# --- goal tiers: noun phrases composed along the bindings -----------------------------------
+
+
+class GoalPhrases:
+    """Noun phrases for the rows each step reached, composed from the ``inputs`` bindings."""
+
+    def __init__(self, steps, nodes: dict[str, ToolNode], described: dict | None = None):
+        self.steps = steps
+        self.nodes = nodes
+        # (step, param) -> (column, value): a sampled key told by another attribute of its row
+        self.described = described or {}
+
+    def node(self, index: int) -> ToolNode:
+        return self.nodes[self.steps[index]["tool"]]
+
+    def _shown(self, index: int, name: str) -> str:
+        step = self.steps[index]
+        binding = step.get("inputs", {}).get(name)
+        if binding is None:
+            return fmt(step["arguments"][name])
+        return f"the {words(binding['field'])} of {self.row(binding['step'])}"
+
+    def condition(self, index: int, name: str) -> str | None:
+        """ "iata is "OTS"", "population is at least 1000", or None (no filter to state)."""
+        node = self.node(index)
+        p = node.params.get(name)
+        role = p.role if p else "value"
+        if (index, name) in self.described:
+            column, value = self.described[(index, name)]
+            return f"{words(column)} is {fmt(value)}"
+        column = _column(node, name)
+        shown = self._shown(index, name)
+        if role == "limit" or name in LIMIT_WORDS:
+            return None
+        if role == "min":
+            return f"{column} is at least {shown}"
+        if role == "max":
+            return f"{column} is at most {shown}"
+        if role == "text":
+            return f"{column} contains {shown}"
+        return f"{column} is {shown}"
+
+    def _same_row(self, index: int) -> int | None:
+        """The earlier step whose row this lookup re-reads by its key, if that is all it does."""
+        step = self.steps[index]
+        node = self.node(index)
+        if node.action != "get" or len(step["arguments"]) != 1:
+            return None
+        (name,) = step["arguments"]
+        binding = step.get("inputs", {}).get(name)
+        p = node.params.get(name)
+        if binding is None or p is None or p.key is None or p.column != p.key:
+            return None
+        source = self.node(binding["step"])
+        if source.entity == node.entity and binding["field"] == p.column[1]:
+            return binding["step"]
+        return None
+
+    def _owner(self, index: int) -> str | None:
+        """ "the country of the airport ...": a lookup by the key a foreign key names."""
+        step = self.steps[index]
+        node = self.node(index)
+        if node.action != "get" or len(step["arguments"]) != 1 or not node.entity:
+            return None
+        (name,) = step["arguments"]
+        binding = step.get("inputs", {}).get(name)
+        p = node.params.get(name)
+        if binding is None or p is None or p.key is None or p.column != p.key:
+            return None
+        source = self.node(binding["step"])
+        if source.entity != node.entity and singular(binding["field"]).startswith(
+            singular(node.entity)
+        ):
+            return f"the {_thing(node)} of {self.row(binding['step'])}"
+        return None
+
+    def row(self, index: int, many: bool | None = None) -> str:
+        """The row(s) step ``index`` reached, as a noun phrase (``many``: plural or not)."""
+        step = self.steps[index]
+        node = self.node(index)
+        same = self._same_row(index)
+        if same is not None:
+            return self.row(same)
+        owner = self._owner(index)
+        if owner is not None and (index, next(iter(step["arguments"]))) not in self.described:
+            return owner
+        action = node.action
+        if node.kind == "write":
+            done = {"create": "created", "update": "updated", "delete": "deleted"}.get(action)
+            return f"the {_thing(node)} you {done or 'changed'}"
+        conds = [
+            c
+            for name in step["arguments"]
+            if name not in AGGREGATE_PARAMS or action != "aggregate"
+            if (c := self.condition(index, name))
+        ]
+        limit = next(
+            (v for n, v in step["arguments"].items() if n in LIMIT_WORDS and n != "offset"), None
+        )
+        if action in ("count", "aggregate"):
+            where = f" whose {_join(conds)}" if conds else ""
+            return _aggregate_phrase(node, step["arguments"], where)
+        many = _rows(step) != 1 if many is None else many
+        head = f"the {_things(node) if many else _thing(node)}"
+        if not conds:
+            head = f"all {_things(node)}" if many else head
+        text = f"{head} whose {' and whose '.join(conds)}" if conds else head
+        if limit is not None:
+            text += f" (at most {fmt(limit)} of them)"
+        return text
+
+    def write(self, index: int) -> str:
+        """An imperative goal for a write step."""
+        step = self.steps[index]
+        node = self.node(index)
+        arguments = step["arguments"]
+        keys = [
+            n
+            for n in arguments
+            if (p := node.params.get(n))
+            and p.key
+            and p.column == p.key
+            and p.column[0] == node.entity
+        ]
+        thing = _thing(node)
+        target = self._target(index, keys)
+        values = [n for n in arguments if n not in keys]
+        if node.action == "create":
+            parts = [f"{_column(node, n)} {self._shown(index, n)}" for n in arguments]
+            return f"add a new {thing} with {_join(parts)}" if parts else f"add a new {thing}"
+        if node.action == "delete":
+            return f"delete {target}"
+        if node.action == "update" and values:
+            first, *rest = values
+            parts = [f"the {_column(node, first)} of {target} to {self._shown(index, first)}"]
+            parts += [f"its {_column(node, n)} to {self._shown(index, n)}" for n in rest]
+            return f"set {_join(parts)}"
+        verb = node.name.split("_")[0]
+        conds = [c for n in values if (c := self.condition(index, n))]
+        extra = f" with {_join(conds)}" if conds else ""
+        return f"{verb} {target}{extra}"
+
+    def _target(self, index: int, keys: list[str]) -> str:
+        step = self.steps[index]
+        node = self.node(index)
+        if len(keys) == 1:
+            binding = step.get("inputs", {}).get(keys[0])
+            p = node.params[keys[0]]
+            if binding is not None:
+                source = self.node(binding["step"])
+                if source.entity == node.entity and binding["field"] == p.column[1]:
+                    return self.row(binding["step"])  # the very row an earlier step reached
+        conds = [c for n in keys if (c := self.condition(index, n))]
+        return (
+            f"the {_thing(node)} whose {' and whose '.join(conds)}"
+            if conds
+            else (f"the {_thing(node)}")
+        )
+
+    def question(self, spec: dict[str, Any]) -> str:
+        index = len(self.steps) - 1
+        shape = spec["shape"]
+        phrase = self.row(index, many=True if shape == "list" else None)
+        field_name = words(spec["field"]) if spec.get("field") else None
+        if shape == "none":
+            return ""
+        if shape == "scalar":
+            return f"What is {phrase}?"
+        if shape == "value":
+            return f"What is the {field_name} of {phrase}?"
+        if shape == "list" and field_name and phrase.startswith("all "):
+            thing = _thing(self.node(index))
+            return f"List the {field_name} of every {thing} (order does not matter)."
+        if shape == "list" and field_name:
+            return f"List the {field_name} of each of {phrase} (order does not matter)."
+        if shape == "list":
+            return f"List {phrase}."
+        return f"Report {phrase} in full, as a JSON object."
+
+
+LIMIT_WORDS = {"limit", "offset", "page", "page_size", "per_page", "max_results"}
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def render_goal(steps, nodes: dict[str, ToolNode], answer_spec, described=None) -> str:
+    """The goal tier: the writes as goals in order, then the question, no plan, no tools."""
+    phrases = GoalPhrases(steps, nodes, described)
+    writes = [i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"]
+    sentences = []
+    if writes:
+        goals = [phrases.write(i) for i in writes]
+        sentences.append(_capital(", then ".join(goals)) + ".")
+    question = phrases.question(answer_spec)
+    if question:
+        sentences.append(("After that: " if writes else "") + question)
+    return " ".join(sentences)
+
+
+# --- goal_hard: a condition, a value to discover, an unrelated fact -------------------------
+
+
+def _scalar_columns(row: dict[str, Any], skip: set[str]) -> list[str]:
+    return [
+        c
+        for c, v in row.items()
+        if c not in skip
+        and isinstance(v, str | int | float)
+        and not isinstance(v, bool)
+        and c != "id"
+        and not c.endswith("_id")
+        and (not isinstance(v, str) or 0 < len(v) <= 40)
+    ]
+
+
+def _discoverable(steps, nodes, view, answer_field=None) -> list[tuple[int, str, str, Any]]:
+    """(step, param, column, value): a sampled key of a looked-up row, and another column
+    whose value names that row alone, by which a read tool can find it."""
+    found = []
+    for index, step in enumerate(steps):
+        node = nodes[step["tool"]]
+        if node.kind != "read" or _rows(step) != 1 or not node.entity:
+            continue
+        found_rows = records_of(step["result"])
+        if not found_rows:
+            continue
+        record = found_rows[0]
+        for name in step["arguments"]:
+            p = node.params.get(name)
+            if name in step.get("inputs", {}) or not p or not p.key or p.column != p.key:
+                continue
+            table = p.column[0]
+            for column in DISPLAY_FIELDS:
+                shown = record.get(column)
+                if column in (p.column[1], answer_field) or not isinstance(shown, str) or not shown:
+                    continue
+                rows = view.rows(table) if table in view.tables else []
+                if sum(1 for r in rows if r.get(column) == shown) != 1:
+                    continue
+                searchable = any(
+                    q.column == (table, column) and n.kind == "read"
+                    for n in nodes.values()
+                    for q in n.params.values()
+                )
+                if searchable:
+                    found.append((index, name, column, shown))
+                    break
+    return found
+
+
+def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None) -> str | None:
+    """A condition the gold run meets, on a row a read step reached."""
+    written = {n for s in steps if nodes[s["tool"]].kind == "write" for n in s["arguments"]}
+    options = []
+    for index, step in enumerate(steps):
+        node = nodes[step["tool"]]
+        if node.kind != "read" or _rows(step) != 1 or node.action not in ("get", "search", "list"):
+            continue
+        found_rows = records_of(step["result"])
+        if not found_rows:
+            continue
+        record = found_rows[0]
+        skip = set(step["arguments"]) | written | {c for c, _ in phrases.described.values()}
+        skip.add(answer_field)
+        options += [(index, c, record[c]) for c in _scalar_columns(record, skip)]
+    if not options:
+        return None
+    index, column, value = rng.choice(options)
+    phrase = phrases.row(index)
+    if isinstance(value, int | float):
+        bound = math.floor(value) - 1
+        return f"Do this only if the {words(column)} of {phrase} is above {bound}."
+    node = nodes[steps[index]["tool"]]
+    table = node.entity
+    others = [
+        v
+        for v in (view.column_values(table, column) if table in view.tables else [])
+        if isinstance(v, str) and v != value and 0 < len(v) <= 40
+    ][:50]
+    if others:
+        return f"Do this unless the {words(column)} of {phrase} is {fmt(rng.choice(others))}."
+    return f"Do this only if the {words(column)} of {phrase} is {fmt(value)}."
+
+
+def _unrelated_fact(steps, nodes, view, rng) -> str | None:
+    """A true fact about a row of a table in the task that the task does not touch."""
+    used = {
+        json.dumps(v)
+        for s in steps
+        for r in records_of(s.get("result"))
+        for v in r.values()
+        if isinstance(v, str | int | float)
+    }
+    for s in steps:
+        used |= {json.dumps(v) for v in s["arguments"].values()}
+    tables = sorted({nodes[s["tool"]].entity for s in steps if nodes[s["tool"]].entity})
+    rng.shuffle(tables)
+    for table in tables:
+        if table not in view.tables:
+            continue
+        rows = view.rows(table)[:200]
+        rows = [r for r in rows if not any(json.dumps(v) in used for v in r.values())]
+        if not rows:
+            continue
+        row = rng.choice(rows)
+        name = next((c for c in DISPLAY_FIELDS if isinstance(row.get(c), str) and row[c]), None)
+        if name is None:
+            continue
+        others = _scalar_columns(row, {name})
+        if not others:
+            continue
+        column = rng.choice(others)
+        thing = words(singular(table))
+        return (
+            f"(For context: the {thing} whose {words(name)} is {fmt(row[name])} has "
+            f"{words(column)} {fmt(row[column])}; it is not part of this request.)"
+        )
+    return None
+
+
+@dataclass
+class Rendered:
+    """An instruction's text, the literals it gives, and what the agent must discover."""
+
+    text: str
+    tier: str
+    given: list[str] = field(default_factory=list)
+    discovered: list[dict[str, Any]] = field(default_factory=list)
+
+
+def compose_instruction(
+    tier: str, steps, nodes: dict[str, ToolNode], answer_spec, view=None, rng=None
+) -> Rendered:
+    """The instruction of a gold chain at ``tier`` (see the module docstring)."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+    rng = rng or random.Random(0)
+    literals = concrete_values(steps)
+    if tier == "explicit":
+        return Rendered(render_instruction(steps, nodes, answer_spec), tier, literals)
+    if tier == "goal" or view is None:
+        return Rendered(render_goal(steps, nodes, answer_spec), tier, literals)
+    described: dict = {}
+    discovered: list[dict[str, Any]] = []
+    options = _discoverable(steps, nodes, view, answer_spec.get("field"))
+    if options:
+        index, name, column, shown = rng.choice(options)
+        described[(index, name)] = (column, shown)
+        value = steps[index]["arguments"][name]
+        discovered.append(
+            {
+                "step": index,
+                "param": name,
+                "value": value if isinstance(value, str) else json.dumps(value),
+                "described_by": {column: shown},
+            }
+        )
+    text = render_goal(steps, nodes, answer_spec, described)
+    phrases = GoalPhrases(steps, nodes, described)
+    extra = [
+        _condition(steps, nodes, view, phrases, rng, answer_spec.get("field")),
+        _unrelated_fact(steps, nodes, view, rng),
+    ]
+    text = " ".join([text, *(e for e in extra if e)])
+    given = list(literals)
+    for d in discovered:
+        given.remove(d["value"])
+        given.append(next(iter(d["described_by"].values())))
+    return Rendered(text, tier, given, discovered)
+
+
+# --- checks and the LLM rewrite -------------------------------------------------------------
 
 
 def concrete_values(steps: list[dict[str, Any]]) -> list[str]:
@@ -139,28 +595,56 @@ def mentions_all(text: str, values: list[str]) -> bool:
     return all(str(v) in text for v in values)
 
 
-def llm_instruction(settings, template_text: str, steps: list[dict[str, Any]]) -> str | None:
+def names_a_tool(text: str, tools: list[str]) -> str | None:
+    """The first tool name the text contains (as a word), or None."""
+    for name in tools:
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text):
+            return name
+    return None
+
+
+STEP_WORDS = re.compile(r"\bstep \d+\b", re.IGNORECASE)
+
+_PROMPTS = {
+    "explicit": (
+        "You write tasks for tool-using agents. Rewrite the numbered steps as one natural "
+        "user request. Keep every concrete value exactly as written, keep the order of the "
+        "steps and what must be reported. Do not name the tools."
+    ),
+    "goal": (
+        "You write tasks for tool-using agents. Rewrite the request below as one natural user "
+        "request. Keep every concrete value exactly as written (quotes included) and what must "
+        "be reported or changed. State the goal only: never name a tool, never number steps, "
+        "never say in which order to look things up."
+    ),
+}
+_PROMPTS["goal_hard"] = _PROMPTS["goal"] + (
+    " Keep every condition and every aside exactly in meaning."
+)
+
+
+def llm_instruction(
+    settings,
+    template_text: str,
+    steps: list[dict[str, Any]],
+    tier: str = "explicit",
+    given: list[str] | None = None,
+    tools: list[str] | None = None,
+) -> str | None:
     """Ask the LLM to rewrite the template as a natural request; None when it is unusable.
 
-    The rewrite is accepted only if it keeps every sampled value verbatim.
+    The rewrite is accepted only if it keeps every given value verbatim, names no tool and,
+    at the goal tiers, numbers no steps.
     """
     from aw_site.llm import LLMError, complete_json
 
     chain = [{"tool": s["tool"], "arguments": s["arguments"]} for s in steps]
+    user = f"Request:\n{template_text}"
+    if tier == "explicit":
+        user = f"Steps:\n{template_text}\n\nGold tool chain:\n{json.dumps(chain)}"
     messages = [
-        {
-            "role": "system",
-            "content": (
-                "You write tasks for tool-using agents. Rewrite the numbered steps as one natural "
-                "user request. Keep every concrete value exactly as written, keep the order of "
-                "the steps and what must be reported. Do not name the tools. Reply with JSON "
-                '{"instruction": "..."}.'
-            ),
-        },
-        {
-            "role": "user",
-            "content": f"Steps:\n{template_text}\n\nGold tool chain:\n{json.dumps(chain)}",
-        },
+        {"role": "system", "content": _PROMPTS[tier] + ' Reply with JSON {"instruction": "..."}.'},
+        {"role": "user", "content": user},
     ]
     try:
         reply = complete_json(settings, messages)
@@ -170,7 +654,14 @@ def llm_instruction(settings, template_text: str, steps: list[dict[str, Any]]) -
     text = reply.get("instruction") if isinstance(reply, dict) else None
     if not isinstance(text, str) or not text.strip():
         return None
-    if not mentions_all(text, concrete_values(steps)):
+    if not mentions_all(text, concrete_values(steps) if given is None else given):
         log.info("LLM instruction dropped a concrete value; using the template")
+        return None
+    named = names_a_tool(text, tools or [s["tool"] for s in steps])
+    if named:
+        log.info("LLM instruction names the tool %s; using the template", named)
+        return None
+    if tier != "explicit" and STEP_WORDS.search(text):
+        log.info("LLM instruction numbers the steps of a goal; using the template")
         return None
     return text.strip()

@@ -1,0 +1,208 @@
+"""Instruction tiers of graph tasks: explicit steps, a goal, and a goal with constraints.
+
+Synthesized on the sample bookstore, two starter-catalogue environments (airports,
+world_cities) and a foreign-shaped database (the retail JSON fixture, built as an upload),
+read-only walks and walks with writes, at every tier.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from environments.discovery.naming import plural, singular
+from environments.runtime import SandboxPool, load_package
+from tasks.privacy import public_metadata
+from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer, graph_signature
+from tasks.synthesis.instructions import TIERS, concrete_values, names_a_tool
+from tasks.synthesis.tool_graph import records_of
+from tests.support.openai_server import ScriptedOpenAIServer, text_reply
+from tests.support.sample_package import build_sample_package
+
+RETAIL = Path(__file__).parent / "fixtures" / "byod" / "retail.json"
+ROW_ORDER = re.compile(
+    r"\b(first|second|third|fourth|fifth|#\d+)\b[\w ]{0,40}\breturned\b", re.IGNORECASE
+)
+STEP_N = re.compile(r"\bstep \d+", re.IGNORECASE)
+BROKEN = [re.compile(r"\b\w+seses\b"), re.compile(r"\b\w+sss\b"), re.compile(r"\ba [aeiou]\w")]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(workers=1) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory, pool):
+    from environments.build.pipeline import run_pipeline
+    from environments.build.request import BuildRequest
+    from environments.discovery.catalogue import main as build_catalogue
+
+    root = tmp_path_factory.mktemp("envs")
+    assert (
+        build_catalogue(["--out", str(root), "--workers", "1", "--only", "airports,world_cities"])
+        == 0
+    )
+    upload = tmp_path_factory.mktemp("upload")
+    shutil.copy(RETAIL, upload / "retail.json")
+    request = BuildRequest.for_upload([str(upload / "retail.json")], "retail.json", str(upload))
+    retail = run_pipeline(request, root=root, workdir=tmp_path_factory.mktemp("work"), pool=pool)
+    return {
+        "bookstore": load_package(build_sample_package(tmp_path_factory.mktemp("pkg"))),
+        "airports": load_package(root / "airports" / "v1"),
+        "world_cities": load_package(root / "world_cities" / "v1"),
+        "retail": load_package(retail.path),
+    }
+
+
+@pytest.fixture(scope="module")
+def synthesized(packages, pool):
+    """tier -> [(package, task)], read-only and write walks in every environment."""
+    found = {}
+    for tier in TIERS:
+        found[tier] = []
+        for package in packages.values():
+            with GraphTaskSynthesizer(package, pool, llm=None, tier=tier) as synthesizer:
+                tasks = synthesizer.synthesize(3, Difficulty(steps=2), seed=1)
+                tasks += synthesizer.synthesize(3, Difficulty(steps=3, writes=1), seed=20)
+            assert tasks, (tier, package.name, synthesizer.stats)
+            found[tier] += [(package, task) for task in tasks]
+    return found
+
+
+def _unquoted(text: str) -> str:
+    return re.sub(r'"[^"]*"', '""', text)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_every_tier_states_the_task_without_tools_or_row_order(synthesized, tier):
+    pairs = synthesized[tier]
+    assert any(t.expected_diff for _, t in pairs) and any(not t.expected_diff for _, t in pairs)
+    assert {p.name for p, _ in pairs} == {"bookstore", "airports", "world_cities", "retail"}
+    for package, task in pairs:
+        text = task.instruction
+        assert task.audit and task.audit["passed"], task.audit
+        assert task.metadata["tier"] == tier == task.difficulty["tier"]
+        assert names_a_tool(text, list(package.tool_names)) is None, text
+        if tier == "explicit":  # a row of several is named by a stated order only
+            for match in ROW_ORDER.finditer(text):
+                assert text[match.end() :].startswith(
+                    tuple(f" in step {n} when sorted by" for n in range(1, 50))
+                ), text
+        else:
+            assert not ROW_ORDER.search(text), text
+        bare = _unquoted(text)
+        tables = package.manifest["tables"]
+        broken = [p for p in BROKEN if p.search(bare)]
+        broken += [
+            f"{plural(singular(t))}{end}"
+            for t in tables
+            for end in ("es", "s")
+            if re.search(rf"\b{plural(singular(t)).replace('_', ' ')}{end}\b", bare)
+        ]
+        assert not broken, (broken, text)
+        literals = concrete_values(task.gold_chain)
+        discovered = task.metadata.get("discovered", [])
+        if tier == "goal_hard":
+            assert len(discovered) <= 1
+            for found in discovered:
+                literals.remove(found["value"])
+                assert all(fmt_in(v, text) for v in found["described_by"].values())
+        else:
+            assert not discovered
+        missing = [v for v in literals if v not in text]
+        assert not missing, (missing, text)
+        results = task.metadata["gold_results"]
+        for step in task.gold_chain:
+            for binding in step["inputs"].values():
+                if binding["item"] is None:
+                    continue
+                rows = len(records_of(results[binding["step"]]))
+                if tier == "explicit":  # a row of several is the first by a stated key
+                    assert rows == 1 or binding.get("sorted_by"), binding
+                    if rows > 1:
+                        assert "when sorted by" in text
+                else:  # goal tiers bind from single rows only
+                    assert rows == 1, (binding, text)
+        if tier == "explicit":
+            assert "Step 1:" in text
+        else:
+            assert not STEP_N.search(text), text
+
+
+def fmt_in(value, text: str) -> bool:
+    return (f'"{value}"' if isinstance(value, str) else json.dumps(value)) in text
+
+
+def test_goal_hard_adds_conditions_discoveries_and_distractors(synthesized):
+    texts = [t.instruction for _, t in synthesized["goal_hard"]]
+    assert any("only if" in x or "unless" in x for x in texts)
+    assert any("not part of this request" in x for x in texts)
+    assert any(t.metadata["discovered"] for _, t in synthesized["goal_hard"])
+
+
+def test_the_tier_is_part_of_the_signature(synthesized):
+    _, task = synthesized["goal"][0]
+    steps = [{"tool": c["tool"], "arguments": c["arguments"]} for c in task.gold_chain]
+    answer = task.metadata["answer"]
+    signatures = {graph_signature("e", 1, steps, answer, tier) for tier in TIERS}
+    assert len(signatures) == 3
+    assert not {t.signature for _, t in synthesized["goal"]} & {
+        t.signature for _, t in synthesized["explicit"]
+    }
+
+
+def test_an_llm_rewrite_that_names_a_tool_is_refused(packages, pool, monkeypatch):
+    bookstore = packages["bookstore"]
+    suffix = {"text": ""}
+
+    def rewrite(body):
+        request = body["messages"][-1]["content"].split("Request:\n", 1)[1]
+        return text_reply(json.dumps({"instruction": "Please: " + request + suffix["text"]}))
+
+    with ScriptedOpenAIServer(rewrite) as server:
+        monkeypatch.setenv("AW_LLM_BASE_URL", server.base_url)
+        with GraphTaskSynthesizer(bookstore, pool, tier="goal") as synthesizer:
+            kept = synthesizer.synthesize(2, Difficulty(steps=2), seed=5)
+            suffix["text"] = " Use get_book for it."
+            named = synthesizer.synthesize(2, Difficulty(steps=2), seed=40)
+    assert kept and all(t.metadata["instruction_source"] == "llm" for t in kept)
+    assert named and all(t.metadata["instruction_source"] == "template" for t in named)
+    assert all("get_book" not in t.instruction for t in named)
+
+
+def test_unknown_tier_is_refused(packages, pool):
+    with pytest.raises(ValueError):
+        GraphTaskSynthesizer(packages["bookstore"], pool, llm=None, tier="bogus")
+
+
+def test_tier_is_public_task_metadata():
+    assert public_metadata({"extra": {"tier": "goal", "gold_results": [1]}}) == {
+        "extra": {"tier": "goal"}
+    }
+
+
+@pytest.mark.django_db
+def test_the_api_validates_the_tier(reviewer_api):
+    from environments.models import Category, Environment
+    from tasks.api import SynthesizeTasksSerializer
+
+    category = Category.ensure_path("Travel & Transportation", "Flights")
+    environment = Environment.objects.create(
+        name="airports", category=category, status=Environment.Status.VERIFYING
+    )
+    environment.transition(Environment.Status.VERIFIED)
+    response = reviewer_api.post(
+        "/api/tasks/synthesize/", {"environment": environment.pk, "tier": "bogus"}, format="json"
+    )
+    assert response.status_code == 400 and "tier" in response.json()["error"]
+    default = SynthesizeTasksSerializer(data={"environment": environment.pk})
+    assert default.is_valid(), default.errors
+    assert default.validated_data["tier"] == "goal"
+    hard = SynthesizeTasksSerializer(data={"environment": environment.pk, "tier": "goal_hard"})
+    assert hard.is_valid() and hard.validated_data["tier"] == "goal_hard"
