@@ -23,7 +23,7 @@ from environments.models import Environment
 from environments.runtime.episode import ToolCallResult
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.models import Task
-from tasks.privacy import agent_reward
+from tasks.privacy import HIDDEN_NOTE, agent_reward, hides_answers
 
 
 class CreateEpisodeSerializer(serializers.Serializer):
@@ -164,8 +164,10 @@ class EpisodeDiff(EpisodeView):
 class EpisodeFinish(EpisodeView):
     """POST {answer?}: close the episode; the reward breakdown when it ran a task.
 
-    The answer is the body's ``answer`` when the key is there (a value, as submit_answer takes
-    it), else the episode's recorded submission, else none.
+    The answer is the body's ``answer`` when the key is there (a value, or a final message
+    with a JSON block, read as the rollout loop reads one), else the episode's recorded
+    submission, else none. On an evaluation (arena or held-out) task a viewer gets no reward:
+    replaying the task with guess after guess would turn ``success`` into an answer oracle.
     """
 
     def post(self, request, key: str):
@@ -176,6 +178,11 @@ class EpisodeFinish(EpisodeView):
             body = _finish(key, live, payload.validated_data)
         finally:
             episode_service().close(key, request.user.pk)
+        if live.task_id and "reward" in body:
+            split = Task.objects.filter(pk=live.task_id).values_list("split", flat=True).first()
+            if hides_answers(request.user, split):
+                body["reward"] = None
+                body["reward_hidden"] = HIDDEN_NOTE
         return Response(body)
 
     def delete(self, request, key: str):

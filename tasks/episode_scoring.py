@@ -16,6 +16,7 @@ from tasks.answer_contract import (
     AnswerContract,
     Submission,
     read_submission,
+    structured_answer,
     task_contract,
 )
 from tasks.episode_outcome import EpisodeOutcome, finish_episode, submitted_answer_text
@@ -50,6 +51,19 @@ def tool_steps(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for index, call in enumerate(calls)
     ]
+
+
+def finish_answer_text(answer: Any) -> str:
+    """The answer given at finish, read the way a final message is: a text holding a JSON
+    block or a bare JSON value is parsed (``{"answer": ...}`` unwrapped), anything else is the
+    answer value itself."""
+    if isinstance(answer, dict) and set(answer) == {"answer"}:
+        return submitted_answer_text(answer)
+    if isinstance(answer, str):
+        found, value, _ = structured_answer(answer)
+        if found:
+            return submitted_answer_text({"answer": value})
+    return submitted_answer_text({"answer": answer})
 
 
 @dataclass
@@ -89,7 +103,7 @@ class TaskRun:
         from tasks.reward import score
 
         if answered:
-            final_answer = submitted_answer_text({"answer": answer})
+            final_answer = finish_answer_text(answer)
         elif self.submission is not None:
             final_answer = submitted_answer_text(self.submission)
         else:

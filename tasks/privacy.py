@@ -33,6 +33,8 @@ GOLD_FIELDS = (
     "expected_state_hash",
     "expected_diff",
     "audit",  # its checks name gold tools and perturbed arguments
+    "signature",  # sha256 of the gold chain: a search over candidate chains would recover it
+    "seed",
 )
 # Metadata kept for viewers (an allow-list: anything new stays hidden until listed here).
 PUBLIC_METADATA = ("difficulty", "tools")

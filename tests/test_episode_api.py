@@ -195,6 +195,23 @@ def test_finish_answer_wins_over_the_recorded_submission(viewer_api, gold_tasks)
     assert finished["reward"]["success"] is True and finished["reward"]["total"] == 1.0
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Dune",  # the value itself
+        '{"answer": "Dune"}',  # the final JSON block the instructions describe
+        'The title is:\n```json\n{"answer": "Dune"}\n```',  # a whole final message
+        {"answer": "Dune"},
+    ],
+)
+def test_finish_reads_the_answer_as_a_final_message_would_be(viewer_api, gold_tasks, answer):
+    read, _ = gold_tasks
+    key = _start(viewer_api, read)["episode"]
+    _call(viewer_api, key, "get_book", {"book_id": 1})
+    reward = _finish(viewer_api, key, answer=answer)["reward"]
+    assert reward["success"] is True and reward["total"] == 1.0, (answer, reward)
+
+
 def test_malformed_and_hedged_submissions_are_refused(viewer_api, gold_tasks):
     read, write = gold_tasks
     key = _start(viewer_api, read)["episode"]
