@@ -299,7 +299,7 @@ def read_number(value: Any) -> tuple[float | None, str | None]:
     if isinstance(value, int | float):
         return (float(value), None) if math.isfinite(value) else (None, "not a finite number")
     if isinstance(value, str):
-        found = _NUMBER.findall(value)
+        found = _NUMBER.findall(value.replace("\u2212", "-"))  # a typographic minus sign
         if len(found) == 1:
             return float(found[0].replace(",", "")), None
         if not found:
@@ -397,6 +397,8 @@ def values_equal(contract: AnswerContract, reference: Any, got: Any) -> bool:
         number, _ = read_number(got)
         if number is None:
             return False
+        if isinstance(reference, int) and contract.precision is None:
+            return number == reference  # counts and keys: exact, never within a tolerance
         if contract.precision is not None:
             return round(float(reference), contract.precision) == round(number, contract.precision)
         return math.isclose(float(reference), number, rel_tol=1e-6, abs_tol=1e-9)

@@ -32,7 +32,7 @@ from tasks.answer_contract import (
     read_submission,
     task_contract,
 )
-from tasks.state_changes import compare_diffs
+from tasks.state_changes import compare_diffs, given_key_tables
 from tasks.synthesis.task_spec import TaskSpec, as_task, canonical_json
 
 log = logging.getLogger(__name__)
@@ -250,7 +250,8 @@ class _State:
 def _state(task: TaskSpec, trajectory: Any) -> _State:
     expected_hash = task.expected_state_hash
     actual_hash = _get(trajectory, "final_state_hash")
-    comparison = compare_diffs(task.expected_diff, _get(trajectory, "state_diff"))
+    given = given_key_tables(task.expected_diff, task.gold_chain)
+    comparison = compare_diffs(task.expected_diff, _get(trajectory, "state_diff"), given)
     writes_requested = bool(comparison.expected)
     weight = 1.0 if writes_requested else 0.0  # read-only tasks: no credit for doing nothing
     if expected_hash and actual_hash and expected_hash == actual_hash:

@@ -167,6 +167,24 @@ def test_numbers_compare_at_the_declared_precision():
     assert not score(task, run('{"answer": 12.4}')).success
 
 
+def test_whole_numbers_compare_exactly_and_a_typographic_minus_reads():
+    task = read_task(1234567890)
+    assert not score(task, run('{"answer": 1234567000}')).success
+    assert score(task, run('{"answer": "1,234,567,890"}')).success
+    below = read_task(-3)
+    assert score(below, run('{"answer": "\u22123"}')).success
+
+
+def test_a_key_the_task_gave_is_content_not_a_surrogate():
+    created = {"tickets": table(added=[{"id": 1778, "title": "Printer on fire"}])}
+    task = write_task()
+    task.expected_diff = created
+    task.gold_chain = [{"tool": "create_ticket", "arguments": {"id": 1778}, "kind": "write"}]
+    other_id = {"tickets": table(added=[{"id": 9999, "title": "Printer on fire"}])}
+    assert score(task, run(None, state_hash="same", diff=created)).success
+    assert not score(task, run(None, state_hash="x", diff=other_id)).success
+
+
 def test_read_submission_explains_what_is_wrong():
     contract = AnswerContract("scalar", "number")
     assert read_submission(contract, {"answer": [1, 2]}).hedged

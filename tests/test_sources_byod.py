@@ -386,3 +386,14 @@ def test_probe_reads_a_bounded_prefix(tmp_path):
     probe = probe_file(path, limits=Limits(probe_bytes=64 * 1024))
     assert probe.estimated and 150_000 < probe.records < 300_000
     assert (probe.format, probe.tables) == ("csv", 1)
+
+
+def test_columns_named_like_sql_keywords(tmp_path):
+    data = tmp_path / "flights.csv"
+    data.write_text("flight,from,to,order,group\nF1,OSL,BER,1,a\nF2,BER,CDG,2,b\nF3,CDG,OSL,3,a\n")
+    db = mine_sources(tmp_path / "out.sqlite", files=[data])
+    assert _rows(db, 'SELECT "from", "to", "order" FROM flights ORDER BY flight') == [
+        ("OSL", "BER", 1),
+        ("BER", "CDG", 2),
+        ("CDG", "OSL", 3),
+    ]

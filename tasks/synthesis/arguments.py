@@ -98,10 +98,32 @@ def fresh_value(view: EnvironmentView, table: str, column: str, ptype: str, rng)
         if isinstance(value, float) or ptype == "number":
             return round(float(value) * rng.choice((0.5, 0.8, 1.25, 1.5)) + 1, 2)
         return coerce(value, ptype)
-    if values and len(values) < 0.5 * rows:
-        return coerce(rng.choice(values), ptype)
+    distinct = set(map(str, values))
+    if values and (len(values) < 0.5 * rows or len(distinct) <= 12):
+        return coerce(rng.choice(values), ptype)  # categorical (a status, a code): seen values
     base = str(rng.choice(values)) if values else column
+    moved = _shifted_date(base, rng)
+    if moved is not None:
+        return moved  # a date or timestamp stays one
     return f"{base} II" if " " in base else f"new-{base}"
+
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2})?)?")
+
+
+def _shifted_date(text: str, rng: random.Random) -> str | None:
+    """An ISO date or datetime moved by a few days, same format; None for other text."""
+    import datetime
+
+    match = _DATE.match(text)
+    if match is None or match.end() != len(text):
+        return None
+    try:
+        day = datetime.date(int(match[1]), int(match[2]), int(match[3]))
+    except ValueError:
+        return None
+    moved = day + datetime.timedelta(days=rng.randint(1, 30))
+    return moved.isoformat() + (match[4] or "")
 
 
 def fresh_key(view: EnvironmentView, table: str, column: str, ptype: str, rng) -> Any:
