@@ -220,6 +220,9 @@ def contract_for(
     kind = value_type_of(reference)
     if kind == "string" and reported and entity:
         return AnswerContract("entity", value_type="string", entity=entity, field=reported)
+    if spec.get("precision") is not None and kind in ("integer", "number"):
+        # The instruction fixed the rounding: a whole gold value is still a rounded number.
+        return AnswerContract("scalar", value_type="number", precision=int(spec["precision"]))
     return AnswerContract("scalar", value_type=kind, precision=_precision_of(reference))
 
 

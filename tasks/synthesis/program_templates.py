@@ -36,6 +36,10 @@ class ProgramDraft:
 
 # --- shared pieces ------------------------------------------------------------------------
 
+# The answer of a template whose instruction says "rounded to 2 decimals", even when the gold
+# total happens to be whole.
+ROUNDED_NUMBER = {"shape": "value", "value_type": "number", "precision": 2}
+
 
 def _threshold(view: EnvironmentView, table: str, column: str, rng: random.Random) -> Any:
     values = view.column_values(table, column)
@@ -200,7 +204,12 @@ def draft_total(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         """
     )
     return ProgramDraft(
-        "total", instruction, solution, verification, {"parents": parents, "measure": measure}
+        "total",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure},
+        answer=ROUNDED_NUMBER,
     )
 
 
@@ -722,7 +731,12 @@ def draft_average(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         """
     )
     return ProgramDraft(
-        "average", instruction, solution, verification, {"parents": parents, "measure": measure}
+        "average",
+        instruction,
+        solution,
+        verification,
+        {"parents": parents, "measure": measure},
+        answer=ROUNDED_NUMBER,
     )
 
 
