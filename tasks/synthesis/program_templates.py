@@ -41,6 +41,17 @@ class ProgramDraft:
 ROUNDED_NUMBER = {"shape": "value", "value_type": "number", "precision": 2}
 
 
+def recomputed(code: str, expression: str, guard: str = "") -> tuple[str, str]:
+    """(solution, verification) of a template whose answer is ``expression`` over ``code``:
+    ``solve`` returns it; ``verify`` recomputes it on the final state and compares (``guard``
+    first, e.g. ``_number(answer) and``)."""
+    solution = f"{code}\n\ndef solve(call):\n    return {expression}\n"
+    verification = (
+        f"{code}\n\ndef verify(answer, call):\n    return {guard} answer == {expression}\n"
+    )
+    return solution, verification
+
+
 def _threshold(view: EnvironmentView, table: str, column: str, rng: random.Random) -> Any:
     values = view.column_values(table, column)
     return values[len(values) // 2 + rng.randint(-len(values) // 4, 0)] if values else 0
@@ -410,10 +421,7 @@ def draft_top_parents(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         "in that order."
     )
     head = _head(parents=parents, measure=measure, k=k)
-    solution = head + RANKING + "\n\ndef solve(call):\n    return _ranking(call)[:K]\n"
-    verification = (
-        head + RANKING + "\n\ndef verify(answer, call):\n    return answer == _ranking(call)[:K]\n"
-    )
+    solution, verification = recomputed(head + RANKING, "_ranking(call)[:K]")
     return ProgramDraft(
         "top_parents",
         instruction,
@@ -535,10 +543,7 @@ def draft_reconcile(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         parent_tool=shape.parent_detail.name,
         parent_param=shape.parent_detail_param,
     )
-    solution = head + RECONCILE + "\n\ndef solve(call):\n    return _statuses(call)\n"
-    verification = (
-        head + RECONCILE + "\n\ndef verify(answer, call):\n    return answer == _statuses(call)\n"
-    )
+    solution, verification = recomputed(head + RECONCILE, "_statuses(call)")
     return ProgramDraft(
         "reconcile",
         instruction,
@@ -635,11 +640,7 @@ def draft_date_window(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return count
         """
     )
-    solution = window + "\n\ndef solve(call):\n    return _inside(call)\n"
-    verification = (
-        window
-        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _inside(call)\n"
-    )
+    solution, verification = recomputed(window, "_inside(call)", "_number(answer) and")
     return ProgramDraft(
         "date_window",
         instruction,
@@ -675,11 +676,7 @@ def draft_count_distinct(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return len(seen)
         """
     )
-    solution = head + "\n\ndef solve(call):\n    return _distinct(call)\n"
-    verification = (
-        head
-        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _distinct(call)\n"
-    )
+    solution, verification = recomputed(head, "_distinct(call)", "_number(answer) and")
     return ProgramDraft(
         "count_distinct",
         instruction,
@@ -769,8 +766,7 @@ def draft_partition(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return split
         """
     )
-    solution = head + "\n\ndef solve(call):\n    return _split(call)\n"
-    verification = head + "\n\ndef verify(answer, call):\n    return answer == _split(call)\n"
+    solution, verification = recomputed(head, "_split(call)")
     return ProgramDraft(
         "partition",
         instruction,
@@ -823,11 +819,7 @@ def draft_two_hop(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return count
         """
     )
-    solution = head + "\n\ndef solve(call):\n    return _grandchildren(call)\n"
-    verification = (
-        head
-        + "\n\ndef verify(answer, call):\n    return _number(answer) and answer == _grandchildren(call)\n"
-    )
+    solution, verification = recomputed(head, "_grandchildren(call)", "_number(answer) and")
     return ProgramDraft(
         "two_hop",
         instruction,
