@@ -106,10 +106,16 @@ def infer_type(values: Iterable[Any]) -> str:
                 return "TEXT"
         else:
             return "TEXT"
+    return merged_type(seen)
+
+
+def merged_type(seen: set[str]) -> str:
+    """One column type for the kinds of value seen: numbers widen to REAL, dates to
+    DATETIME, anything else mixed is TEXT."""
     if not seen:
         return "TEXT"
     if len(seen) == 1:
-        return seen.pop()
+        return next(iter(seen))
     if seen <= {"INTEGER", "REAL"}:
         return "REAL"
     if seen <= {"DATE", "DATETIME"}:

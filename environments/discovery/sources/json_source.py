@@ -35,6 +35,7 @@ from .base import (
     SourceError,
     TableSpec,
     _pick_primary_key,
+    merged_type,
     sql_name,
 )
 from .limits import DEFAULT_LIMITS
@@ -241,15 +242,7 @@ def _json_type(values: list[Any]) -> str:
                 return "TEXT"
         else:
             return "TEXT"
-    if not seen:
-        return "TEXT"
-    if len(seen) == 1:
-        return seen.pop()
-    if seen <= {"INTEGER", "REAL"}:
-        return "REAL"
-    if seen <= {"DATE", "DATETIME"}:
-        return "DATETIME"
-    return "TEXT"
+    return merged_type(seen)
 
 
 class JsonLoader:
