@@ -170,7 +170,7 @@ def fresh_arena_tasks(
             count - len(existing),
             exclude=exclude,
             base_seed=base_seed,
-            max_batches=12,
+            max_batches=40,  # goal-tier walks bind only single rows: small worlds need more
         )
     finally:
         synthesizer.close()
