@@ -14,12 +14,14 @@ import argparse
 import os
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aw_site.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from starter_packages import starter_packages  # noqa: E402
 
 TRIES = 3
 
@@ -33,20 +35,12 @@ def main() -> None:
     import django
 
     django.setup()
-    from environments.discovery.catalogue import main as build
     from environments.package import load_package
     from environments.runtime import SandboxPool
     from tasks.synthesis.program_templates import TEMPLATE_NAMES, TEMPLATES
     from tasks.synthesis.programmatic_tasks import ProgrammaticTaskSynthesizer
 
-    only = [n for n in args.only.split(",") if n]
-    root = Path(args.packages) if args.packages else Path(tempfile.mkdtemp()) / "catalogue"
-    if not args.packages:
-        root.mkdir(parents=True)
-        build(["--out", str(root)] + (["--only", ",".join(only)] if only else []))
-    paths = sorted(p / "v1" for p in root.iterdir() if (p / "v1" / "manifest.json").is_file())
-    if only:
-        paths = [p for p in paths if p.parent.name in only]
+    paths = starter_packages(args.packages, [n for n in args.only.split(",") if n])
     fits = {name: [] for name in TEMPLATE_NAMES}
     kept = {name: [] for name in TEMPLATE_NAMES}
     shapeless = []

@@ -15,19 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aw_site.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def build_catalogue(out: Path, only: list[str]) -> None:
-    from environments.discovery.catalogue import main as build
-
-    build(["--out", str(out)] + (["--only", ",".join(only)] if only else []))
+from starter_packages import starter_packages  # noqa: E402
 
 
 def main() -> None:
@@ -47,14 +43,7 @@ def main() -> None:
     from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer
     from tasks.synthesis.programmatic_tasks import ProgrammaticTaskSynthesizer
 
-    only = [n for n in args.only.split(",") if n]
-    root = Path(args.packages) if args.packages else Path(tempfile.mkdtemp()) / "catalogue"
-    if not args.packages:
-        root.mkdir(parents=True)
-        build_catalogue(root, only)
-    paths = sorted(p / "v1" for p in root.iterdir() if (p / "v1" / "manifest.json").is_file())
-    if only:
-        paths = [p for p in paths if p.parent.name in only]
+    paths = starter_packages(args.packages, [n for n in args.only.split(",") if n])
     plans = [
         Difficulty(steps=2, writes=0, distractors=2),
         Difficulty(steps=3, writes=1, distractors=3),

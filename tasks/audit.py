@@ -195,6 +195,7 @@ class VerifierAuditor:
         self.nodes = nodes or {}
         self.settings = settings or RewardSettings()
         self.summary = AuditSummary()
+        self._initial_hash: str | None = None
 
     def audit(self, task: TaskSpec) -> VerifierAudit:
         contract = task_contract(task)
@@ -270,7 +271,7 @@ class VerifierAuditor:
 
     def _no_op(self, task: TaskSpec) -> dict[str, Any]:
         verification = {"passed": False, "error": "no answer"} if task.verification else None
-        initial = self.view_initial_hash()
+        initial = self.initial_hash()
         return {
             "steps": [],
             "final_answer": None,
@@ -280,8 +281,9 @@ class VerifierAuditor:
             "verification": verification,
         }
 
-    def view_initial_hash(self) -> str:
-        if not hasattr(self, "_initial_hash"):
+    def initial_hash(self) -> str:
+        """The package's initial state hash, read from one episode the first time it is asked."""
+        if self._initial_hash is None:
             with self.pool.start_episode(self.package) as episode:
                 self._initial_hash = episode.state_hash()
         return self._initial_hash

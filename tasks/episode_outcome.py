@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.answer_contract import SUBMIT_ANSWER, read_submission, task_contract
+from tasks.answer_contract import read_submission, task_contract
 from tasks.synthesis.task_spec import TaskSpec, as_task
 from tasks.verification import run_verification
 
@@ -42,7 +42,3 @@ def finish_episode(task: TaskSpec | dict[str, Any] | None, episode: Any, final_a
 def submitted_answer_text(arguments: dict[str, Any]) -> str:
     """What a ``submit_answer`` call leaves as the trajectory's final answer: its JSON."""
     return json.dumps({"answer": (arguments or {}).get("answer")}, ensure_ascii=False, default=str)
-
-
-def is_submit_answer(name: str) -> bool:
-    return name == SUBMIT_ANSWER

@@ -61,10 +61,6 @@ class RewardSettings:
     llm_judge: bool = True  # judge free-text answers with aw_site.llm when configured
 
 
-# The name other modules used before the gate; same object.
-RewardWeights = RewardSettings
-
-
 @dataclass
 class RewardComponent:
     score: float  # in [0, 1]

@@ -101,7 +101,7 @@ def test_a_write_task_whose_writes_change_nothing_is_discarded(auditor):
             {"tool": "get_book", "arguments": {"book_id": 1}, "kind": "read"},
             {"tool": "update_stock", "arguments": {"book_id": 1, "stock": 5}, "kind": "write"},
         ],
-        expected_state_hash=auditor.view_initial_hash(),
+        expected_state_hash=auditor.initial_hash(),
         expected_diff={},
         answer_contract=AnswerContract("none").to_dict(),
         signature="stock-unchanged",

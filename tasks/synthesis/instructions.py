@@ -100,17 +100,29 @@ def _reference(steps: list[dict[str, Any]], nodes: dict[str, ToolNode], binding)
     return f"the {words(binding['field'])} of {owner}"
 
 
+# A filter parameter's role -> its words in a step ("price at least 5") and in a goal
+# statement ("price is at least 5").
+FILTER_WORDS = {
+    "min": ("at least", "is at least"),
+    "max": ("at most", "is at most"),
+    "text": ("containing", "contains"),
+}
+
+
+def filter_phrase(role: str, column: str, shown: str, goal: bool) -> str | None:
+    """The bound a min/max/text parameter puts on a column, or None for other roles."""
+    pair = FILTER_WORDS.get(role)
+    return f"{column} {pair[goal]} {shown}" if pair else None
+
+
 def _argument_phrase(node: ToolNode, name: str, value: Any, binding, steps, nodes) -> str:
     p = node.params.get(name)
     role = p.role if p else "value"
     column = _column(node, name)
     shown = _reference(steps, nodes, binding) if binding else fmt(value)
-    if role == "min":
-        return f"{column} at least {shown}"
-    if role == "max":
-        return f"{column} at most {shown}"
-    if role == "text":
-        return f"{column} containing {shown}"
+    bounded = filter_phrase(role, column, shown, goal=False)
+    if bounded:
+        return bounded
     if role == "limit":
         return f"at most {shown} results"
     return f"{words(name)} {'equal to ' if binding else ''}{shown}"
@@ -238,13 +250,7 @@ class GoalPhrases:
         shown = self._shown(index, name)
         if role == "limit" or name in LIMIT_WORDS:
             return None
-        if role == "min":
-            return f"{column} is at least {shown}"
-        if role == "max":
-            return f"{column} is at most {shown}"
-        if role == "text":
-            return f"{column} contains {shown}"
-        return f"{column} is {shown}"
+        return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
 
     def _same_row(self, index: int) -> int | None:
         """The earlier step whose row this lookup re-reads by its key, if that is all it does."""

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from environments.runtime.episode import ToolCallResult
-from tasks.episode_outcome import finish_episode, is_submit_answer, submitted_answer_text
+from tasks.answer_contract import SUBMIT_ANSWER
+from tasks.episode_outcome import finish_episode, submitted_answer_text
 from tasks.tool_subset import not_offered_message, offered_tools, tool_name
 from training.policies.base import Policy, PolicyTurn, assistant_message
 from training.rollout.prompts import (
@@ -160,7 +161,7 @@ async def _play(
         call_ids = [f"call_{uuid.uuid4().hex[:12]}" for _ in turn.tool_calls]
         messages.append(assistant_message(turn, call_ids))
         for position, (call, call_id) in enumerate(zip(turn.tool_calls, call_ids, strict=True)):
-            if is_submit_answer(call.name):  # the answer contract: ends the episode, no sandbox
+            if call.name == SUBMIT_ANSWER:  # the answer contract: ends the episode, no sandbox
                 trajectory.add_step(
                     "assistant",
                     content=turn.content if position == 0 else "",

@@ -80,11 +80,16 @@ def singular(word: str) -> str:
     return word
 
 
-def infer_type(values: Iterable[Any]) -> str:
-    """SQLite declared type for a column: INTEGER, REAL, BOOLEAN, DATE, DATETIME or TEXT."""
+def infer_type(values: Iterable[Any], strings_hold_numbers: bool = True) -> str:
+    """SQLite declared type for a column: INTEGER, REAL, BOOLEAN, DATE, DATETIME or TEXT.
+
+    Text files (CSV, HTML) carry numbers as strings, so digits read as numbers and empty cells
+    as missing; JSON has typed numbers, so its strings stay text (``strings_hold_numbers``
+    False keeps ids such as "0095721084" TEXT).
+    """
     seen: set[str] = set()
     for value in values:
-        if value is None or value == "":
+        if value is None or (strings_hold_numbers and value == ""):
             continue
         if isinstance(value, bool):
             seen.add("BOOLEAN")
@@ -93,10 +98,12 @@ def infer_type(values: Iterable[Any]) -> str:
         elif isinstance(value, float):
             seen.add("REAL")
         elif isinstance(value, str):
-            text = value.strip()
-            if _INT.match(text) and len(text) < 18:
+            text = value.strip() if strings_hold_numbers else value
+            if strings_hold_numbers and _INT.match(text) and len(text) < 18:
                 seen.add("INTEGER")
-            elif _REAL.match(text) and ("." in text or "e" in text.lower()):
+            elif (
+                strings_hold_numbers and _REAL.match(text) and ("." in text or "e" in text.lower())
+            ):
                 seen.add("REAL")
             elif _DATE.match(text):
                 seen.add("DATE")

@@ -29,13 +29,11 @@ from typing import Any
 
 from ..naming import singular
 from .base import (
-    _DATE,
-    _DATETIME,
     DatabaseBuilder,
     SourceError,
     TableSpec,
     _pick_primary_key,
-    merged_type,
+    infer_type,
     sql_name,
 )
 from .limits import DEFAULT_LIMITS
@@ -223,26 +221,7 @@ class Parent:
 
 
 def _json_type(values: list[Any]) -> str:
-    seen = set()
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            seen.add("BOOLEAN")
-        elif isinstance(value, int):
-            seen.add("INTEGER")
-        elif isinstance(value, float):
-            seen.add("REAL")
-        elif isinstance(value, str):
-            if _DATE.match(value):
-                seen.add("DATE")
-            elif _DATETIME.match(value):
-                seen.add("DATETIME")
-            else:
-                return "TEXT"
-        else:
-            return "TEXT"
-    return merged_type(seen)
+    return infer_type(values, strings_hold_numbers=False)
 
 
 class JsonLoader:
