@@ -73,6 +73,18 @@ def _tools(live) -> list[dict]:
     return live.run.tools(tools) if live.run is not None else tools
 
 
+def _suggested_prompt(spec, package) -> list[dict] | None:
+    """The opening messages a task's agent is shown everywhere (``tasks.agent_view``): the
+    system prompt and the instruction, for a client that wants to train or evaluate on exactly
+    what our own rollouts see. None for an episode with no task."""
+    if spec is None:
+        return None
+    from tasks.agent_view import agent_view
+    from tasks.synthesis.environment_view import package_manifest
+
+    return agent_view(spec, package_manifest(package)).messages()
+
+
 class EpisodeCollection(EpisodeView):
     """POST: start an episode of an environment (optionally for a task): its own state copy.
 
@@ -102,6 +114,7 @@ class EpisodeCollection(EpisodeView):
             "instruction": task.instruction if task else None,
             "answer_contract": live.run.contract.to_dict() if live.run else None,
             "tools": _tools(live),
+            "prompt": _suggested_prompt(spec, live.episode.package),
             "state_hash": live.episode.state_hash(),
         }
         return Response(body, status=status.HTTP_201_CREATED)

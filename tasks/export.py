@@ -10,19 +10,18 @@ results). Values whose shape varies row to row (tool schemas, answers, diffs) us
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from tasks.answer_contract import task_contract
-from tasks.synthesis.task_spec import TaskSpec, as_task
-from tasks.tool_subset import offered_tools
-
-SYSTEM_PROMPT = (
-    "You are an agent working in the {title} environment. Use the tools to complete the "
-    "user's task step by step. When you are done, call submit_answer or reply with a JSON block "
-    '{{"answer": ...}} in the shape the task asks for ({{"answer": null}} when it asks for none).'
+from tasks.agent_view import (
+    AgentView,
+    agent_view,
+    assistant_call_message,
+    render_tool_result,
+    tool_message,
 )
+from tasks.answer_contract import SUBMIT_ANSWER, task_contract
+from tasks.synthesis.task_spec import TaskSpec, as_task
 
 
 def task_features():
@@ -71,10 +70,11 @@ def trajectory_features():
     )
 
 
-def _tool_schemas(task: TaskSpec, manifests: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tools the task's agent is offered, as every interface offers them."""
-    manifest = manifests.get(task.environment, {})
-    return offered_tools(task, manifest.get("tools", []))
+def _view(task: TaskSpec, manifests: dict[str, dict[str, Any]]) -> AgentView:
+    """The task as its agent sees it (``tasks.agent_view``): the same prompt and tools as the
+    rollout loop, GRPO and the episode API."""
+    manifest = manifests.get(task.environment) or {"name": task.environment}
+    return agent_view(task, manifest)
 
 
 def _manifests(packages) -> dict[str, dict[str, Any]]:
@@ -87,25 +87,18 @@ def _manifests(packages) -> dict[str, dict[str, Any]]:
     return result
 
 
-def task_messages(task: TaskSpec, title: str) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT.format(title=title)},
-        {"role": "user", "content": task.instruction},
-    ]
-
-
 def task_record(task: TaskSpec | dict[str, Any], manifests: dict[str, dict[str, Any]]) -> dict:
     """One task as a dataset row (OpenAI messages + tools, reference answer, gold run)."""
     task = as_task(task)
-    title = manifests.get(task.environment, {}).get("title", task.environment)
+    view = _view(task, manifests)
     return {
         "task_id": task.task_id,
         "environment": task.environment,
         "environment_version": task.environment_version,
         "kind": task.kind,
         "split": (task.metadata or {}).get("split", ""),
-        "messages": task_messages(task, title),
-        "tools": _tool_schemas(task, manifests),
+        "messages": view.messages(),
+        "tools": view.tools,
         "reference_answer": task.reference_answer,
         "gold_chain": [{"tool": c["tool"], "arguments": c["arguments"]} for c in task.gold_chain],
         "expected_state_hash": task.expected_state_hash,
@@ -125,9 +118,10 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
-def trajectory_messages(task: TaskSpec, trajectory: Any, title: str) -> list[dict[str, Any]]:
-    """The conversation of a trajectory: system, user, then assistant tool calls and results."""
-    messages: list[dict[str, Any]] = list(task_messages(task, title))
+def trajectory_messages(view: AgentView, trajectory: Any) -> list[dict[str, Any]]:
+    """The conversation of a trajectory: system, user, then assistant tool calls and results,
+    rendered as the agent read them."""
+    messages: list[dict[str, Any]] = view.messages()
     for step in _get(trajectory, "steps") or []:
         call = _get(step, "tool_call")
         if call is None:
@@ -135,32 +129,19 @@ def trajectory_messages(task: TaskSpec, trajectory: Any, title: str) -> list[dic
                 messages.append({"role": "assistant", "content": _get(step, "content")})
             continue
         call_id = f"call_{_get(step, 'index', len(messages))}"
-        messages.append(
-            {
-                "role": "assistant",
-                "content": _get(step, "content") or "",
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {
-                            "name": call["name"],
-                            "arguments": json.dumps(call.get("arguments", {})),
-                        },
-                    }
-                ],
-            }
-        )
+        calls = [(call_id, call["name"], call.get("arguments") or {})]
+        messages.append(assistant_call_message(_get(step, "content") or "", calls))
+        if call["name"] == SUBMIT_ANSWER:  # the answer itself: no tool result, nothing after
+            return messages
         error = _get(step, "error")
-        content = (
-            json.dumps({"error": error, "error_kind": _get(step, "error_kind")})
-            if error
-            else json.dumps(_get(step, "tool_result"), default=str)
+        content = render_tool_result(
+            not error, _get(step, "tool_result"), error, _get(step, "error_kind")
         )
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        messages.append(tool_message(call_id, call["name"], content))
     answer = _get(trajectory, "final_answer")
-    if answer is not None:
-        messages.append({"role": "assistant", "content": str(answer)})
+    closing = {"role": "assistant", "content": str(answer)}
+    if answer is not None and messages[-1] != closing:  # a final text step already holds it
+        messages.append(closing)
     return messages
 
 
@@ -171,13 +152,13 @@ def trajectory_record(
     breakdown=None,
 ) -> dict:
     task = as_task(task)
-    title = manifests.get(task.environment, {}).get("title", task.environment)
+    view = _view(task, manifests)
     answer = _get(trajectory, "final_answer")
     return {
         "task_id": _get(trajectory, "task_id") or task.task_id,
         "environment": task.environment,
-        "messages": trajectory_messages(task, trajectory, title),
-        "tools": _tool_schemas(task, manifests),
+        "messages": trajectory_messages(view, trajectory),
+        "tools": view.tools,
         "final_answer": None if answer is None else str(answer),
         "finished_reason": _get(trajectory, "finished_reason"),
         "final_state_hash": _get(trajectory, "final_state_hash"),

@@ -12,10 +12,9 @@ import random
 from collections import defaultdict
 from typing import Any
 
-from tasks.tool_subset import offered_tools
+from tasks.agent_view import agent_view
 from training.grpo.environments import environment_key
 from training.rollout.agent_loop import task_fields
-from training.rollout.prompts import initial_messages
 
 
 def category_of(manifest: dict[str, Any]) -> str:
@@ -59,10 +58,9 @@ def build_rows(tasks: list[Any], manifests: dict[str, dict[str, Any]], seed: int
         task_id, environment, instruction = task_fields(task)
         manifest = manifests[environment]
         manifest_tools = list(manifest.get("tools", []))
-        tools = offered_tools(task, manifest_tools)
         rows.append(
             {
-                "prompt": initial_messages(manifest, instruction, tools),
+                "prompt": agent_view(task, manifest, instruction).messages(),
                 "environment": environment_key(environment, task, manifest_tools),
                 "task_id": task_id,
                 "category": category_of(manifest),

@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from environments.runtime.episode import ToolCallResult
+from tasks.agent_view import (
+    TOOL_RESULT_CHARS,
+    agent_view,
+    format_error_feedback,
+    render_tool_result,
+    tool_message,
+)
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.episode_outcome import finish_episode, submitted_answer_text
-from tasks.tool_subset import not_offered_message, offered_tools, tool_name
+from tasks.tool_subset import not_offered_message, tool_name
 from training.policies.base import Policy, PolicyTurn, assistant_message
-from training.rollout.prompts import (
-    format_error_feedback,
-    initial_messages,
-    render_tool_result,
-)
 from training.rollout.trajectory import Trajectory
 
 DEFAULT_STEP_BUDGET = 40
@@ -38,7 +40,7 @@ class RolloutSettings:
 
     step_budget: int = DEFAULT_STEP_BUDGET  # policy turns, tool calls and failures alike
     max_format_errors: int = 3  # consecutive malformed turns before giving up
-    tool_result_chars: int = 4000  # tool output shown to the policy is cut to this
+    tool_result_chars: int = TOOL_RESULT_CHARS  # tool output shown to the policy is cut here
 
 
 def task_fields(task: Any) -> tuple[str, str, str]:
@@ -88,13 +90,12 @@ async def run_episode_async(
     manifest = package_manifest(package)
     task_id, environment, instruction = task_fields(task)
     # The task's own tools (gold + distractors) and submit_answer: in the request and the prompt.
-    tools = offered_tools(task, manifest.get("tools", []))
-    messages = initial_messages(manifest, instruction, tools)
+    view = agent_view(task, manifest, instruction)
     trajectory = Trajectory(
         task_id=task_id,
         environment=environment or manifest.get("name", ""),
-        messages=messages,
-        tools=tools,
+        messages=view.messages(),
+        tools=view.tools,
     )
     started = time.perf_counter()
     episode = await loop.run_in_executor(executor, pool.start_episode, package)
@@ -196,20 +197,14 @@ async def _play(
                 duration_ms=result.duration_ms,
                 tokens=turn.tokens_out if position == 0 else 0,
             )
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "name": call.name,
-                    "content": render_tool_result(
-                        result.ok,
-                        result.result,
-                        result.error,
-                        result.error_kind,
-                        settings.tool_result_chars,
-                    ),
-                }
+            rendered = render_tool_result(
+                result.ok,
+                result.result,
+                result.error,
+                result.error_kind,
+                settings.tool_result_chars,
             )
+            messages.append(tool_message(call_id, call.name, rendered))
     trajectory.finished_reason = "step_budget"
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tasks.agent_view import answer_text
 from training.policies.base import Message, PolicyTurn, ToolSchema
 from training.policies.tool_call_parser import ParsedToolCall, render_tool_call
-from training.rollout.prompts import answer_text
 
 
 def _task_dict(task: Any) -> dict[str, Any]:
