@@ -11,7 +11,6 @@ MCP session bound to the stored task, and the dataset export.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import socket
 import threading
@@ -22,13 +21,13 @@ import anyio
 import pytest
 import uvicorn
 from mcp import Client
-from transformers.utils import get_json_schema
 
 from environments.episode_service import episode_service
 from environments.management.commands.serve_mcp import resolve_task
 from environments.mcp_server import build_http_app
 from environments.registry import record_package
 from environments.runtime import SandboxPool, load_package
+from tasks.agent_view import agent_view
 from tasks.export import export_tasks, load_tasks
 from tasks.records import record_tasks, spec_from_task
 from tasks.reward import score
@@ -36,16 +35,14 @@ from tasks.tool_subset import offered_tools
 from tests.support.gold_tasks import WRITE_CHAIN, WRITE_CONTRACT, write_task
 from tests.support.openai_server import ScriptedOpenAIServer, tool_call_reply
 from tests.support.sample_package import TOOLS, build_sample_package
+from tests.support.scripted_generator import ScriptedGenerator
 from training.grpo.dataset import build_rows
-from training.grpo.environments import (
-    ToolCallFailed,
-    close_all,
-    environment_class,
-    environment_classes,
-)
-from training.grpo.reward import agent_world_reward
 from training.policies import OpenAICompatiblePolicy
+from training.policies.tiny_model import build_tiny_policy, load_policy_dir
+from training.policies.tool_call_parser import render_tool_call
 from training.rollout import run_episode
+from training.rollout.agent_loop import RolloutSettings
+from training.rollout.token_loop import ChatTokens, TokenBudget, close_episode, play, start_episode
 
 DISTRACTOR = "search_books"
 NOT_OFFERED = "place_order"
@@ -123,59 +120,35 @@ def test_rollout_loop_requests_and_prompt_carry_the_subset(task, package, pool):
     assert score(task, trajectory).success
 
 
-def trl_tool_methods(cls) -> list[str]:
-    """The methods TRL's GRPOTrainer renders and dispatches as tools (see its __init__)."""
-    return [
-        name
-        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
-
-
-def test_grpo_prompt_and_environment_class_carry_the_subset(task, package, pool):
+def test_grpo_prompt_and_rollouts_carry_the_subset(task, package, pool, tmp_path):
+    """The GRPO row's prompt, the chat template the model reads and the calls its rollouts
+    may run are the task's subset; a call to another tool is refused without running."""
     manifests = {"bookstore": package.manifest}
-    older = dataclasses.replace(task, tools=[], signature="no-subset-sell-out-solaris")
-    rows = {r["task_id"]: r for r in build_rows([task, older], manifests, seed=0)}
-    row = rows[task.task_id]
-    system = row["prompt"][0]["content"]
+    rows = {r["task_id"]: r for r in build_rows([task], manifests, seed=0)}
+    system = rows[task.task_id]["prompt"][0]["content"]
     listed = [line[2:].split("(")[0] for line in system.splitlines() if line.startswith("- ")]
     assert listed == OFFERED[:-1]
-    assert rows[older.task_id]["environment"] == "bookstore"  # every tool: the package class
-    assert row["environment"].startswith("bookstore~")
 
-    classes = environment_classes(
-        "bookstore", package, pool, {task.task_id: task, older.task_id: older}
-    )
-    assert set(classes) == {row["environment"], "bookstore"}
-    cls = classes[row["environment"]]
-    assert sorted(trl_tool_methods(cls)) == sorted(OFFERED)
-    assert get_json_schema(cls.search_books)["function"]["name"] == DISTRACTOR
-    assert not hasattr(cls, NOT_OFFERED)
-    assert NOT_OFFERED in trl_tool_methods(classes["bookstore"])
-    try:
-        env = cls()
-        with pytest.raises(ValueError, match="belongs to class 'bookstore'"):
-            env.reset(task_id=older.task_id)  # a row routed to another subset's class
-        env.reset(task_id=task.task_id)
-        with pytest.raises(ToolCallFailed, match="tool 'place_order' is not offered in this task"):
-            env._call_tool(NOT_OFFERED, ORDER)
-        env.search_books(title_contains="Sol")
-        for call in WRITE_CHAIN:
-            getattr(env, call["tool"])(**call["arguments"])
-        env.submit_answer("11.25")
-        done = [{"role": "assistant", "content": "Done."}]
-        [reward] = agent_world_reward([done], [env])
-        steps = env._trajectory.steps
-        assert steps[0].error_kind == "unknown_tool" and steps[0].tool_call["name"] == NOT_OFFERED
-        assert env._trajectory.final_state_hash == task.expected_state_hash
-        assert reward > 0.9
-    finally:
-        close_all(list(classes.values()))
-    # One class for the whole package refuses tasks that offer a subset.
-    whole = environment_class("bookstore", package, pool, {task.task_id: task})
-    with pytest.raises(ValueError, match="belongs to class"):
-        whole().reset(task_id=task.task_id)
-    close_all([whole])
+    path = build_tiny_policy(tmp_path / "tiny", [package.manifest], [task.to_dict()])
+    _, tokenizer = load_policy_dir(path)
+    chat = ChatTokens(tokenizer)
+    view = agent_view(task, package.manifest)
+    template = chat.decode(chat.prompt(view))
+    assert f'"name": "{DISTRACTOR}"' in template and f'"name": "{NOT_OFFERED}"' not in template
+    generator = ScriptedGenerator(tokenizer, [task], wrong_rate=0.0)
+    generator.overrides[task.instruction] = [
+        render_tool_call(NOT_OFFERED, ORDER),
+        *[render_tool_call(c["tool"], c["arguments"]) for c in WRITE_CHAIN],
+        '{"answer": 11.25}',
+    ]
+    budget = TokenBudget(max_completion_tokens=512)
+    state = start_episode(task, view, package, pool, chat, budget)
+    play([state], generator, chat, RolloutSettings(), budget)
+    trajectory = close_episode(state)
+    steps = trajectory.steps
+    assert steps[0].error_kind == "unknown_tool" and steps[0].tool_call["name"] == NOT_OFFERED
+    assert trajectory.final_state_hash == task.expected_state_hash  # the order was never placed
+    assert score(task, trajectory).success
 
 
 @pytest.mark.django_db

@@ -62,11 +62,28 @@ class TrainingConfig:
         default=1, metadata={"help": "Micro-batches accumulated per optimiser step."}
     )
     max_completion_length: int = field(
-        default=256,
-        metadata={"help": "Token budget of a whole multi-turn completion (calls + results)."},
+        default=1024,
+        metadata={
+            "help": "Token budget of a whole multi-turn completion (the model's turns and the "
+            "tool results inserted between them). A call whose result would not fit is not run."
+        },
+    )
+    max_context_length: int | None = field(
+        default=None,
+        metadata={"help": "Prompt + completion tokens at most (the model's window); None: no cap."},
+    )
+    tool_result_chars: int = field(
+        default=4000, metadata={"help": "A tool result shown to the model is cut to this."}
     )
     step_budget: int = field(
         default=40, metadata={"help": "Tool-calling turns allowed per rollout."}
+    )
+    learnability_filter: bool = field(
+        default=True,
+        metadata={
+            "help": "Replace tasks whose group rewards had zero variance (no GRPO signal) with "
+            "learnable ones from the next step on."
+        },
     )
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature."})
     beta: float = field(
@@ -94,7 +111,13 @@ class TrainingConfig:
     # --- evaluation ---
     eval_before_after: bool = field(
         default=True,
-        metadata={"help": "Roll out the policy on the training tasks before and after training."},
+        metadata={
+            "help": "Roll out the policy on held-out tasks (eval_tasks_path, or tasks passed to "
+            "run_training) before and after training; never on the training tasks."
+        },
+    )
+    eval_tasks_path: str | None = field(
+        default=None, metadata={"help": "JSONL of held-out TaskSpec dicts to evaluate on."}
     )
     eval_max_new_tokens: int = field(
         default=96, metadata={"help": "Generation budget per turn when evaluating."}

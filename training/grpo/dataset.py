@@ -1,9 +1,8 @@
 """The GRPO training set: one row per task, mixed across environments and categories.
 
-Each row carries the prompt (system prompt listing the task's offered tools + instruction, as
-the rollout loop writes it), the ``environment`` that routes it to the TRL environment class of
-its package and tool subset (``environments.environment_key``), and the ``task_id`` its
-``reset`` uses to start the right episode.
+Each row carries the prompt exactly as the agent view renders it (``tasks.agent_view``: system
+prompt listing the task's offered tools, then the instruction); ``training.grpo.rollouts``
+finds the task again from that prompt. ``task_id`` and ``category`` are for inspection.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from collections import defaultdict
 from typing import Any
 
 from tasks.agent_view import agent_view
-from training.grpo.environments import environment_key
 from training.rollout.agent_loop import task_fields
 
 
@@ -57,11 +55,10 @@ def build_rows(tasks: list[Any], manifests: dict[str, dict[str, Any]], seed: int
     for task in mix_tasks(tasks, manifests, seed):
         task_id, environment, instruction = task_fields(task)
         manifest = manifests[environment]
-        manifest_tools = list(manifest.get("tools", []))
         rows.append(
             {
                 "prompt": agent_view(task, manifest, instruction).messages(),
-                "environment": environment_key(environment, task, manifest_tools),
+                "environment_name": environment,
                 "task_id": task_id,
                 "category": category_of(manifest),
             }

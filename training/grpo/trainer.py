@@ -115,7 +115,6 @@ def grpo_config(config: TrainingConfig, output_dir: Path) -> Any:
         "per_device_train_batch_size": config.per_device_train_batch_size,
         "gradient_accumulation_steps": config.gradient_accumulation_steps,
         "max_completion_length": config.max_completion_length,
-        "max_tool_calling_iterations": config.step_budget,
         "temperature": config.temperature,
         "beta": config.beta,
         "logging_steps": config.logging_steps,
@@ -146,37 +145,41 @@ def run_grpo(
     on_checkpoint: CheckpointHook | None,
     metrics_path: Path | None,
     callbacks: list[Any] | None = None,
+    generator_factory: Any = None,
 ) -> tuple[str, dict[str, Any]]:
-    """GRPO with one TRL environment class per (package, tool subset of its tasks); returns
-    (final dir, summary)."""
+    """GRPO whose rollouts our own agent loop plays (``training.grpo.rollouts``); returns
+    (final dir, summary). ``generator_factory(trainer)`` replaces the trainer's own generation
+    (a scripted policy in tests)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     from training.grpo.dataset import build_dataset
-    from training.grpo.environments import close_all, environment_classes
-    from training.grpo.reward import agent_world_reward
-    from training.rollout.agent_loop import package_manifest, task_fields
+    from training.grpo.rollouts import AgentWorldRollouts, TrainerGenerator, agent_world_reward
+    from training.rollout.agent_loop import RolloutSettings, package_manifest
 
     manifests = {name: package_manifest(p) for name, p in packages.items()}
-    tasks_by_env: dict[str, dict[str, Any]] = {name: {} for name in packages}
-    for task in tasks:
-        task_id, environment, _ = task_fields(task)
-        tasks_by_env[environment][task_id] = task
-    classes: dict[str, type] = {}
-    for name, package in packages.items():
-        if tasks_by_env[name]:
-            classes.update(environment_classes(name, package, pool, tasks_by_env[name]))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    budget = token_budget(config)
+    rollouts = AgentWorldRollouts(
+        tasks,
+        packages,
+        pool,
+        tokenizer,
+        RolloutSettings(step_budget=config.step_budget, tool_result_chars=config.tool_result_chars),
+        budget,
+        generator_factory=generator_factory or TrainerGenerator,
+        learnability_filter=config.learnability_filter,
+    )
     dataset = build_dataset(tasks, manifests, config.seed)
     output_dir = Path(config.output_dir) / "grpo"
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     trainer = GRPOTrainer(
         model=model_dir,
         reward_funcs=[agent_world_reward],
         args=grpo_config(config, output_dir),
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=dict(classes),
+        rollout_func=rollouts,
         callbacks=[
             MetricsCallback(on_metrics, metrics_path),
             CheckpointCallback(on_checkpoint),
@@ -184,10 +187,7 @@ def run_grpo(
         ],
     )
     started = time.perf_counter()
-    try:
-        output = trainer.train()
-    finally:
-        close_all(list(classes.values()))
+    output = trainer.train()
     seconds = time.perf_counter() - started
     final_dir = Path(config.output_dir) / "final"
     trainer.save_model(str(final_dir))
@@ -197,13 +197,51 @@ def run_grpo(
         "steps": trainer.state.global_step,
         "seconds": round(seconds, 2),
         "train_loss": output.training_loss,
-        "environments": sorted(n for n in packages if tasks_by_env[n]),
-        "environment_classes": len(classes),
+        "environments": sorted({task_fields_environment(t) for t in tasks}),
         "rows": len(dataset),
         "reward_first": history[0].get("reward") if history else None,
         "reward_last": history[-1].get("reward") if history else None,
+        "unlearnable_tasks": len(rollouts.unlearnable),
+        "substituted_groups": rollouts.substituted,
     }
     return str(final_dir), summary
+
+
+def token_budget(config: TrainingConfig) -> Any:
+    """The per-episode token budget of a run (completion and context lengths)."""
+    from training.rollout.token_loop import TokenBudget
+
+    return TokenBudget(
+        max_completion_tokens=config.max_completion_length,
+        max_context_tokens=config.max_context_length,
+    )
+
+
+def task_fields_environment(task: Any) -> str:
+    from training.rollout.agent_loop import task_fields
+
+    return task_fields(task)[1]
+
+
+def held_out(eval_tasks: list[Any], tasks: list[Any]) -> list[Any]:
+    """The evaluation tasks that are not training tasks (by id and by instruction)."""
+    from training.rollout.agent_loop import task_fields
+
+    seen_ids = {task_fields(t)[0] for t in tasks}
+    seen_text = {(task_fields(t)[1], task_fields(t)[2]) for t in tasks}
+    return [
+        t
+        for t in eval_tasks
+        if task_fields(t)[0] not in seen_ids
+        and (task_fields(t)[1], task_fields(t)[2]) not in seen_text
+    ]
+
+
+def _read_tasks(path: str) -> list[Any]:
+    from tasks.synthesis.task_spec import TaskSpec
+
+    lines = Path(path).read_text().splitlines()
+    return [TaskSpec.from_dict(json.loads(line)) for line in lines if line.strip()]
 
 
 def run_training(
@@ -212,9 +250,13 @@ def run_training(
     on_metrics: MetricsHook | None = None,
     on_checkpoint: CheckpointHook | None = None,
     callbacks: list[Any] | None = None,
+    eval_tasks: list[Any] | None = None,
+    generator_factory: Any = None,
 ) -> TrainingResult:
-    """The whole run. ``tasks`` overrides ``config.tasks_path`` / synthesis; ``callbacks`` are
-    extra transformers TrainerCallbacks for the GRPO phase."""
+    """The whole run. ``tasks`` overrides ``config.tasks_path`` / synthesis; ``eval_tasks``
+    (else ``config.eval_tasks_path``) are the held-out tasks evaluated before and after, with
+    any training task removed; ``callbacks`` are extra transformers TrainerCallbacks for the
+    GRPO phase; ``generator_factory`` replaces the model's generation in GRPO rollouts."""
     from accelerate import PartialState
 
     from environments.runtime import SandboxPool, load_package
@@ -239,6 +281,12 @@ def run_training(
     packages = {p.name: p for p in loaded}
     with SandboxPool(workers=config.sandbox_workers) as pool:
         tasks = [t for t in (tasks or load_tasks(config, packages, pool))]
+        if eval_tasks is None and config.eval_tasks_path:
+            eval_tasks = _read_tasks(config.eval_tasks_path)
+        evaluation = held_out(
+            [t for t in eval_tasks or [] if task_fields_environment(t) in packages], tasks
+        )
+        evaluate = config.eval_before_after and bool(evaluation)
         # Gold trajectories: the SFT data, and the check that sandbox and reward agree.
         gold = rollout_many(GoldChainPolicy(tasks), tasks, packages, concurrency=4, pool=pool)
         gold_summary = score_trajectories(tasks, gold)
@@ -258,8 +306,8 @@ def run_training(
                     [t.to_dict() for t in tasks],
                     seed=config.seed,
                 )
-            if config.eval_before_after:
-                result.eval_before = _evaluate(model_dir, tasks, packages, pool, config)
+            if evaluate:
+                result.eval_before = _evaluate(model_dir, evaluation, packages, pool, config)
                 emit_metrics(
                     0, {"phase": "eval_before", **result.eval_before}, on_metrics, metrics_path
                 )
@@ -278,9 +326,9 @@ def run_training(
                 emit_metrics(0, {"phase": "sft", **result.sft}, on_metrics, metrics_path)
                 _save_pair(model, tokenizer, out / "sft")
                 del model
-                if config.eval_before_after and config.max_steps > 0:
+                if evaluate and config.max_steps > 0:
                     result.eval_after_sft = _evaluate(
-                        str(out / "sft"), tasks, packages, pool, config
+                        str(out / "sft"), evaluation, packages, pool, config
                     )
                     emit_metrics(
                         0,
@@ -304,14 +352,15 @@ def run_training(
                 checkpoint,
                 metrics_path,
                 callbacks,
+                generator_factory,
             )
             checkpoint(final_dir)
             model_dir = final_dir
         result.final_checkpoint = model_dir
         result.checkpoints = checkpoints
 
-        if config.eval_before_after and state.is_main_process:
-            result.eval_after = _evaluate(model_dir, tasks, packages, pool, config)
+        if evaluate and state.is_main_process:
+            result.eval_after = _evaluate(model_dir, evaluation, packages, pool, config)
             emit_metrics(
                 result.grpo.get("steps", 0),
                 {"phase": "eval_after", **result.eval_after},

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from environments.runtime.episode import ToolCallResult
 from tasks.agent_view import (
     TOOL_RESULT_CHARS,
     agent_view,
@@ -27,8 +26,9 @@ from tasks.agent_view import (
 )
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.episode_outcome import finish_episode, submitted_answer_text
-from tasks.tool_subset import not_offered_message, tool_name
+from tasks.tool_subset import tool_name
 from training.policies.base import Policy, PolicyTurn, assistant_message
+from training.rollout.tool_turn import record_call, run_call
 from training.rollout.trajectory import Trajectory
 
 DEFAULT_STEP_BUDGET = 40
@@ -162,41 +162,17 @@ async def _play(
         call_ids = [f"call_{uuid.uuid4().hex[:12]}" for _ in turn.tool_calls]
         messages.append(assistant_message(turn, call_ids))
         for position, (call, call_id) in enumerate(zip(turn.tool_calls, call_ids, strict=True)):
+            content = turn.content if position == 0 else ""
+            tokens = turn.tokens_out if position == 0 else 0
             if call.name == SUBMIT_ANSWER:  # the answer contract: ends the episode, no sandbox
-                trajectory.add_step(
-                    "assistant",
-                    content=turn.content if position == 0 else "",
-                    tool_call={"name": call.name, "arguments": call.arguments},
-                    raw_tool_call=call.raw,
-                    tokens=turn.tokens_out if position == 0 else 0,
-                )
+                record_call(trajectory, call, None, content, tokens)
                 trajectory.final_answer = submitted_answer_text(call.arguments)
                 trajectory.finished_reason = "answer"
                 return
-            if call.name in offered:
-                result = await loop.run_in_executor(
-                    executor, episode.call_tool, call.name, call.arguments
-                )
-            else:  # a tool of the environment the task does not offer: never run
-                result = ToolCallResult(
-                    call.name,
-                    call.arguments,
-                    False,
-                    None,
-                    not_offered_message(call.name),
-                    "unknown_tool",
-                )
-            trajectory.add_step(
-                "assistant",
-                content=turn.content if position == 0 else "",
-                tool_call={"name": call.name, "arguments": call.arguments},
-                raw_tool_call=call.raw,
-                tool_result=result.result if result.ok else None,
-                error=None if result.ok else result.error,
-                error_kind=None if result.ok else result.error_kind,
-                duration_ms=result.duration_ms,
-                tokens=turn.tokens_out if position == 0 else 0,
+            result = await loop.run_in_executor(
+                executor, run_call, episode, offered, call.name, call.arguments
             )
+            record_call(trajectory, call, result, content, tokens)
             rendered = render_tool_result(
                 result.ok,
                 result.result,
