@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -54,6 +55,19 @@ class StartRoundSerializer(serializers.Serializer):
         default="goal",
         help_text="Instruction tier of the round's fresh arena tasks",
     )
+    training = serializers.JSONField(
+        required=False,
+        help_text="Training-run options of the round's train step (see POST /api/training-runs/)",
+    )
+
+    def validate_training(self, value):
+        from arena.rounds import check_training_options
+
+        try:
+            check_training_options(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from exc
+        return value
 
 
 class ArenaEvaluationSerializer(serializers.ModelSerializer):

@@ -37,6 +37,21 @@ def default_policy() -> Policy | None:
     return Policy.objects.order_by("-created_at").first()
 
 
+def check_training_options(training: Any) -> None:
+    """Refuse training options a run would refuse (Django ValidationError, field by field)."""
+    from training.run_options import RunOptions, option_errors
+    from training.run_options import ValidationError as OptionsError
+
+    if not isinstance(training, dict):
+        raise ValidationError("training must be a JSON object of training-run options")
+    try:
+        RunOptions.model_validate(training)
+    except OptionsError as exc:
+        raise ValidationError(
+            [f"training.{field}: {message}" for field, message in option_errors(exc).items()]
+        ) from exc
+
+
 def start_round(
     user: Any = None,
     policy: Policy | None = None,
@@ -48,7 +63,11 @@ def start_round(
     training: dict[str, Any] | None = None,
     instruction_tier: str = "goal",
 ) -> EvolutionRound:
-    """Create the next round and enqueue its evaluation; refuses while another round runs."""
+    """Create the next round and enqueue its evaluation; refuses while another round runs.
+
+    ``training`` holds the round's training-run options (``training.run_options.RunOptions``),
+    checked here so a bad value is refused now rather than at the round's train step."""
+    check_training_options(training or {})
     policy = policy or default_policy()
     if policy is None:
         raise ValidationError("no policy to evaluate: create one first (POST /api/policies/)")

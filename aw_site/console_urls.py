@@ -32,6 +32,7 @@ urlpatterns = [
     path("trajectories/", training_views.trajectory_list, name="trajectory-list"),
     path("trajectories/<int:pk>/", training_views.trajectory_detail, name="trajectory-detail"),
     path("training/", training_views.training_run_list, name="training-run-list"),
+    path("training/new/", training_views.training_run_new, name="training-run-new"),
     path("training/<int:pk>/", training_views.training_run_detail, name="training-run-detail"),
     path(
         "training/<int:pk>/metrics/",

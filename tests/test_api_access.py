@@ -110,7 +110,7 @@ def test_bad_input_gets_400_with_message_and_changes_nothing(reviewer_api, verif
     response = reviewer_api.post(
         "/api/training-runs/", {"base_policy": policy.pk, "config": {"bogus": 1}}, format="json"
     )
-    assert response.status_code == 400 and "unknown config keys: bogus" in response.json()["error"]
+    assert response.status_code == 400 and "bogus: unknown option" in response.json()["error"]
     malformed = reviewer_api.generic(
         "POST", "/api/policies/", "{not json", content_type="application/json"
     )

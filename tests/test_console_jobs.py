@@ -68,6 +68,10 @@ def test_training_run_pages_draw_reward_curves(signed_in):
     assert 'data-series="reward_mean"' in body and 'data-series="success_rate"' in body
     assert 'data-series="kl"' in body and 'data-series="loss"' in body
     assert "1.6k" in body  # tokens per second of the last step
+    # GRPO signal: groups without reward variance, tool calls per rollout, budget cuts.
+    assert 'data-series="frac_reward_zero_std"' in body
+    assert 'data-series="tools/call_frequency"' in body
+    assert 'data-latest="frac_reward_zero_std">25%' in body  # 0.75 - 0.1 * 5
     assert 'hx-get="/training/' not in body  # a finished run does not poll
 
 
@@ -89,3 +93,41 @@ def test_home_overview(signed_in):
     body = signed_in.get(reverse("home")).content.decode()
     assert f"Round {scene['round'].number}" in body
     assert "environments.mine" in body
+
+
+@pytest.mark.django_db
+def test_a_reviewer_starts_a_training_run_from_the_console(client, reviewer, viewer):
+    policy = factories.make_policy()
+    environment = factories.make_environment()
+    url = reverse("training-run-new")
+    client.force_login(viewer)
+    assert client.get(url).status_code == 403
+    client.force_login(reviewer)
+    form = client.get(url).content.decode()
+    for name in ("max_completion_length", "use_lora", "bf16", "use_vllm", "vllm_mode"):
+        assert f'name="{name}"' in form
+    bad = client.post(url, {"base_policy": policy.pk, "num_generations": "1", "use_vllm": "on"})
+    assert bad.status_code == 400 and TrainingRun.objects.count() == 0
+    page = bad.content.decode()
+    assert "num_generations" in page and "greater than or equal to 2" in page
+    good = client.post(
+        url,
+        {
+            "base_policy": policy.pk,
+            "environments": [environment.pk],
+            "max_completion_length": "2048",
+            "learning_rate": "3e-6",
+            "gradient_checkpointing": "on",
+            "eval_before_after": "on",
+            "learnability_filter": "on",
+        },
+    )
+    run = TrainingRun.objects.get()
+    assert good.status_code == 302 and good["Location"] == f"/training/{run.pk}/"
+    assert run.config == {
+        "max_completion_length": 2048,
+        "learning_rate": 3e-6,
+        "gradient_checkpointing": True,
+    }
+    assert list(run.environments.all()) == [environment]
+    assert run.job.kind == "training.train" and run.base_policy == policy

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import django_filters
 from django.apps import apps
-from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Prefetch
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from aw_site.jobs import enqueue
 from environments.models import Environment
 from tasks.privacy import hides_answers, public_reward, request_user
 from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
@@ -87,23 +85,15 @@ class TrainingRunSerializer(serializers.ModelSerializer):
         ]
 
     def validate_config(self, value):
+        """The run's options, checked field by field (``training.run_options.RunOptions``)."""
+        from training.run_options import RunOptions, ValidationError, option_errors
+
         if not isinstance(value, dict):
             raise serializers.ValidationError("config must be a JSON object")
-        allowed = {
-            "sft_epochs",
-            "grpo_steps",
-            "num_generations",
-            "max_completion_length",
-            "learning_rate",
-            "tasks_per_environment",
-            "seed",
-            "use_vllm",
-        }
-        unknown = sorted(set(value) - allowed)
-        if unknown:
-            raise serializers.ValidationError(
-                f"unknown config keys: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
-            )
+        try:
+            RunOptions.model_validate(value)
+        except ValidationError as exc:
+            raise serializers.ValidationError(option_errors(exc)) from exc
         return value
 
 
@@ -190,21 +180,18 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        environments = serializer.validated_data.get("environments") or []
-        if any(env.status != Environment.Status.VERIFIED for env in environments):
-            raise serializers.ValidationError(
-                {"environments": "training uses verified environments only"}
+        from training.service import start_training_run
+
+        data = serializer.validated_data
+        try:
+            run = start_training_run(
+                request.user,
+                data["base_policy"],
+                data.get("environments") or [],
+                data.get("config") or {},
             )
-        with transaction.atomic():
-            run = serializer.save()
-            job = enqueue(
-                "training.train",
-                {"run": run.pk},
-                user=request.user,
-                target=f"training_run:{run.pk}",
-            )
-            run.job = job
-            run.save(update_fields=["job"])
+        except ValueError as exc:
+            raise serializers.ValidationError({"environments": str(exc)}) from exc
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @action(detail=True, methods=["get"])

@@ -166,28 +166,19 @@ def evaluate_tasks(
     return list(zip(tasks, trajectories, strict=True))
 
 
-TRAINING_DEFAULTS = {
-    "sft_epochs": 20,
-    "grpo_steps": 2,
-    "num_generations": 4,
-    "max_completion_length": 48,
-    "learning_rate": 1e-5,
-    "tasks_per_environment": 6,
-    "seed": 0,
-    "use_vllm": False,
-}
-
-
-def training_tasks(run: TrainingRun, per_environment: int) -> list[Task]:
+def training_tasks(
+    run: TrainingRun, per_environment: int, split: str = Task.Split.TRAIN
+) -> list[Task]:
+    """Tasks of ``split`` from the run's environments (every verified one when none chosen):
+    the training set from ``train``, the evaluation set from ``heldout`` (never overlapping:
+    a task has one split)."""
     environments = list(run.environments.all()) or list(
         Environment.objects.filter(status=Environment.Status.VERIFIED)
     )
     tasks: list[Task] = []
     for environment in environments:
         chosen = (
-            Task.objects.filter(
-                environment=environment, split=Task.Split.TRAIN, kind=Task.Kind.GRAPH
-            )
+            Task.objects.filter(environment=environment, split=split, kind=Task.Kind.GRAPH)
             .select_related("environment")
             .order_by("difficulty", "id")[:per_environment]
         )
@@ -195,11 +186,35 @@ def training_tasks(run: TrainingRun, per_environment: int) -> list[Task]:
     return tasks
 
 
+def start_training_run(
+    user: Any,
+    base_policy: Policy,
+    environments: Sequence[Environment] = (),
+    options: dict[str, Any] | None = None,
+) -> TrainingRun:
+    """Create a run and queue its ``training.train`` job (API and console both come here).
+
+    ``options`` must already be valid ``RunOptions`` (the callers report errors field by
+    field); environments must be verified."""
+    from aw_site.jobs import enqueue
+
+    unverified = [e.name for e in environments if e.status != Environment.Status.VERIFIED]
+    if unverified:
+        raise ValueError(f"training uses verified environments only: {', '.join(unverified)}")
+    with transaction.atomic():
+        run = TrainingRun.objects.create(base_policy=base_policy, config=dict(options or {}))
+        run.environments.set(environments)
+        run.job = enqueue(
+            "training.train", {"run": run.pk}, user=user, target=f"training_run:{run.pk}"
+        )
+        run.save(update_fields=["job"])
+    return run
+
+
 def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
     """SFT warm-up on gold trajectories then GRPO; metrics and checkpoints go to the database."""
     import torch
 
-    from training.grpo.config import TrainingConfig
     from training.grpo.trainer import run_training
 
     base = run.base_policy
@@ -207,34 +222,29 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         raise ValueError(
             f"{base} is a {base.get_kind_display()} policy; only local Hugging Face policies have weights to train"
         )
-    options = {**TRAINING_DEFAULTS, **(run.config or {})}
-    tasks = training_tasks(run, options["tasks_per_environment"])
+    from training.run_options import RunOptions
+
+    options = RunOptions.model_validate(run.config or {})
+    tasks = training_tasks(run, options.tasks_per_environment)
     if not tasks:
         raise ValueError(
             "no train-split graph tasks in the chosen environments; synthesize tasks first"
         )
+    held_out = training_tasks(run, options.heldout_per_environment, Task.Split.HELDOUT)
+    held_out = held_out if options.heldout_per_environment else []
     packages = sorted({task.environment.package_path for task in tasks})
     output_dir = Path(settings.STORAGE_ROOT) / "training" / f"run-{run.pk}"
-    config = TrainingConfig(
+    config = options.training_config(
         packages=packages,
         model_path=base.checkpoint_path,
         output_dir=str(output_dir),
-        seed=options["seed"],
-        sft_epochs=options["sft_epochs"],
-        max_steps=options["grpo_steps"],
-        learning_rate=options["learning_rate"],
-        num_generations=options["num_generations"],
-        max_completion_length=options["max_completion_length"],
         use_cpu=not torch.cuda.is_available(),
-        use_vllm=options["use_vllm"],
-        eval_before_after=False,
-        save_steps=max(1, options["grpo_steps"]),
     )
     TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.Status.RUNNING)
     # A retry after a lost worker starts afresh: its curves, metrics.jsonl and checkpoints.
     run.metrics.all().delete()
     shutil.rmtree(output_dir, ignore_errors=True)
-    total_steps = max(1, options["grpo_steps"])
+    total_steps = max(1, options.grpo_steps)
 
     def on_metrics(step: int, record: dict[str, Any]) -> None:
         values = dict(record)
@@ -248,7 +258,10 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
                 f"GRPO step {step}: reward {values.get('reward_mean', 0):.3f}",
             )
         else:
-            progress({"gold": 0.05, "sft": 0.3}.get(phase, 0.1), f"{phase} done")
+            progress(
+                {"gold": 0.05, "eval_before": 0.1, "sft": 0.3, "eval_after": 0.98}.get(phase, 0.2),
+                f"{phase} done",
+            )
 
     checkpoints: list[str] = []
     progress(0.02, f"training on {len(tasks)} tasks from {len(packages)} environments")
@@ -257,6 +270,7 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         tasks=[spec_from_task(t) for t in tasks],
         on_metrics=on_metrics,
         on_checkpoint=checkpoints.append,
+        eval_tasks=[spec_from_task(t) for t in held_out],
     )
     with transaction.atomic():
         output = Policy.objects.create(
@@ -273,7 +287,15 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         run.output_policy = output
         run.status = TrainingRun.Status.SUCCEEDED
         run.summary = _jsonable(
-            {"gold": result.gold, "sft": result.sft, "grpo": result.grpo, "tasks": len(tasks)}
+            {
+                "gold": result.gold,
+                "sft": result.sft,
+                "grpo": result.grpo,
+                "tasks": len(tasks),
+                "heldout_tasks": len(held_out),
+                "eval_before": result.eval_before,
+                "eval_after": result.eval_after,
+            }
         )
         run.finished_at = timezone.now()
         run.save(update_fields=["output_policy", "status", "summary", "finished_at"])

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
+from aw_site.roles import REVIEWER, role_required
 from aw_site.views import console_page, page_of
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
-from training.models import TrainingMetric, TrainingRun, Trajectory
+from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
 
 TRAJECTORIES_PER_PAGE = 40
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
@@ -189,13 +192,19 @@ def training_run_list(request):
 
 
 def metric_charts(run: TrainingRun) -> dict[str, Any]:
-    """Reward/success and KL/loss curves from the run's metric rows, plus the latest values."""
+    """Reward/success, KL/loss and GRPO-signal curves (share of groups with zero reward
+    variance, tool calls per rollout, failed-call share, episodes ended by the token budget)
+    from the run's metric rows, plus the latest values."""
     metrics = list(
         TrainingMetric.objects.filter(run=run)
         .order_by("step")
         .values_list("phase", "step", "values")
     )
-    series: dict[str, dict[str, list[tuple[float, float]]]] = {"reward": {}, "optim": {}}
+    series: dict[str, dict[str, list[tuple[float, float]]]] = {
+        "reward": {},
+        "optim": {},
+        "signal": {},
+    }
     latest: dict[str, Any] = {}
     for phase, step, values in metrics:
         if not isinstance(values, dict):
@@ -205,6 +214,10 @@ def metric_charts(run: TrainingRun) -> dict[str, Any]:
             ("success_rate", "reward"),
             ("kl", "optim"),
             ("loss", "optim"),
+            ("frac_reward_zero_std", "signal"),
+            ("tools/call_frequency", "signal"),
+            ("tools/failure_frequency", "signal"),
+            ("episodes/token_budget_ended", "signal"),
         ):
             value = values.get(key)
             if isinstance(value, int | float):
@@ -217,6 +230,14 @@ def metric_charts(run: TrainingRun) -> dict[str, Any]:
         ),
         "optim_chart": mark_safe(
             charts.line_chart(series["optim"], x_label="step", title="KL and loss")
+        ),
+        # Is there anything to learn from? Groups with one reward, tool use, budget cuts.
+        "signal_chart": mark_safe(
+            charts.line_chart(
+                series["signal"],
+                x_label="step",
+                title="GRPO signal: zero-variance groups, tool calls per rollout",
+            )
         ),
         "latest": latest,
         "metric_count": len(metrics),
@@ -257,3 +278,85 @@ def training_run_metrics(request, pk: int):
         **metric_charts(run),
     }
     return render(request, "training/_run_metrics.html", context)
+
+
+# --- New training run: the form is generated from RunOptions --------------------------------
+
+
+def _new_run_context(values: dict[str, Any] | None = None, errors: dict[str, str] | None = None):
+    from training.run_options import RunOptions
+
+    values = values or {}
+    fields = []
+    for row in RunOptions.form_fields():
+        given = values.get(row["name"], row["default"])
+        fields.append(
+            {
+                **row,
+                "value": "" if given is None else given,
+                "error": (errors or {}).get(row["name"], ""),
+            }
+        )
+    return {
+        "policies": Policy.objects.order_by("name", "-version"),
+        "environments": Environment.objects.filter(status=Environment.Status.VERIFIED).order_by(
+            "name"
+        ),
+        "fields": fields,
+        "values": values,
+        "errors": errors or {},
+    }
+
+
+def _posted_options(post) -> dict[str, Any]:
+    """The options a form sets, as typed values; fields left at their default are omitted."""
+    from training.run_options import RunOptions
+
+    options: dict[str, Any] = {}
+    for row in RunOptions.form_fields():
+        name = row["name"]
+        if row["kind"] == "checkbox":
+            checked = post.get(name) == "on"
+            if checked != row["default"]:
+                options[name] = checked
+            continue
+        raw = post.get(name, "").strip()
+        if raw == "" or raw == str(row["default"]):
+            continue
+        options[name] = raw  # pydantic converts "4" and "1e-5" in lax mode
+    return options
+
+
+@login_required
+@role_required(REVIEWER)
+@require_http_methods(["GET", "POST"])
+def training_run_new(request):
+    """Start a training run: base policy, environments, options (SFT, GRPO, token budgets,
+    bf16, gradient checkpointing, LoRA, vLLM, held-out evaluation)."""
+    from training.run_options import RunOptions, ValidationError, option_errors
+    from training.service import start_training_run
+
+    if request.method == "GET":
+        return render(request, "training/run_new.html", _new_run_context())
+    options = _posted_options(request.POST)
+    values = {**options, "base_policy": request.POST.get("base_policy", "")}
+    chosen = request.POST.getlist("environments")
+    values["environments"] = chosen
+    errors: dict[str, str] = {}
+    policy = Policy.objects.filter(pk=_int(request.POST.get("base_policy"))).first()
+    if policy is None:
+        errors["base_policy"] = "choose the policy to train"
+    environments = list(Environment.objects.filter(pk__in=[_int(e) for e in chosen if _int(e)]))
+    try:
+        options = RunOptions.model_validate(options).model_dump(include=set(options))
+    except ValidationError as exc:
+        errors.update(option_errors(exc))
+    if not errors:
+        try:
+            run = start_training_run(request.user, policy, environments, options)
+        except ValueError as exc:
+            errors["environments"] = str(exc)
+        else:
+            return redirect("training-run-detail", pk=run.pk)
+    context = _new_run_context(values, errors)
+    return render(request, "training/run_new.html", context, status=400)

@@ -452,7 +452,12 @@ def add_metric(run: TrainingRun, step: int) -> TrainingMetric:
             "success_rate": round(min(1.0, 0.1 + 0.08 * step), 3),
             "kl": round(0.01 * step, 3),
             "loss": round(1.0 / (step + 1), 3),
-            "tokens_per_second": 1500 + 10 * step,
+            "tokens_per_s": 1500 + 10 * step,
+            "frac_reward_zero_std": round(max(0.0, 0.75 - 0.1 * step), 3),
+            "tools/call_frequency": round(0.5 + 0.25 * step, 3),
+            "tools/failure_frequency": 0.1,
+            "episodes/token_budget_ended": 0.0,
+            "learnability/unlearnable_tasks": step,
         },
     )
 

@@ -28,7 +28,13 @@ from tasks.service import synthesize_tasks
 from training.service import ensure_tiny_policy
 
 # Small enough for two cores: a few SFT epochs on gold trajectories, then two GRPO steps.
-EMBEDDED_TRAINING = {"sft_epochs": 4, "grpo_steps": 2, "tasks_per_environment": 3}
+EMBEDDED_TRAINING = {
+    "sft_epochs": 4,
+    "grpo_steps": 2,
+    "tasks_per_environment": 3,
+    "heldout_per_environment": 2,
+    "max_completion_length": 160,  # the tiny CPU policy: short turns keep the loop fast
+}
 DEMO_USERS = (("admin", ADMIN), ("reviewer", REVIEWER), ("viewer", VIEWER))
 
 

@@ -1,0 +1,41 @@
+"""Training-run options are one typed contract: API, console, rounds and the trainer share it."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.models import EvolutionRound
+from tests.support import factories
+from training.run_options import RunOptions, ValidationError, option_errors
+
+
+def test_defaults_suit_a_real_model_and_map_onto_the_trainer_config():
+    options = RunOptions()
+    assert options.max_completion_length >= 1024 and options.learnability_filter
+    config = RunOptions(grpo_steps=3, max_context_length=4096).training_config(
+        packages=["p"], output_dir="out"
+    )
+    assert (config.max_steps, config.max_context_length, config.packages) == (3, 4096, ["p"])
+    assert config.max_completion_length == options.max_completion_length
+
+
+def test_bad_options_are_named_field_by_field():
+    with pytest.raises(ValidationError) as caught:
+        RunOptions.model_validate({"num_generations": 1, "vllm_mode": "remote", "zzz": 1})
+    errors = option_errors(caught.value)
+    assert set(errors) == {"num_generations", "vllm_mode", "zzz"}
+    assert errors["zzz"].startswith("unknown option")
+    with pytest.raises(ValidationError, match="needs vllm_server_base_url"):
+        RunOptions(use_vllm=True, vllm_mode="server")
+
+
+@pytest.mark.django_db
+def test_a_round_refuses_bad_training_options_before_it_starts(reviewer_api):
+    policy = factories.make_policy()
+    bad = reviewer_api.post(
+        "/api/rounds/start/",
+        {"policy": policy.pk, "training": {"grpo_steps": -1}},
+        format="json",
+    )
+    assert bad.status_code == 400 and "training.grpo_steps" in bad.json()["error"]
+    assert not EvolutionRound.objects.exists()
