@@ -39,3 +39,15 @@ def test_a_round_refuses_bad_training_options_before_it_starts(reviewer_api):
     )
     assert bad.status_code == 400 and "training.grpo_steps" in bad.json()["error"]
     assert not EvolutionRound.objects.exists()
+
+
+def test_vllm_without_the_gpu_extra_fails_clearly(tmp_path):
+    import importlib.util
+
+    from training.grpo.trainer import grpo_config
+
+    if importlib.util.find_spec("vllm") is not None:  # a GPU machine with the extra installed
+        pytest.skip("vLLM is installed here")
+    config = RunOptions(use_vllm=True).training_config(packages=[], output_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"pip install '\.\[gpu\]'"):
+        grpo_config(config, tmp_path)

@@ -103,6 +103,17 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def require_vllm() -> None:
+    """Fail a run that asks for vLLM on a machine without it, before any work is done."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise RuntimeError(
+            "use_vllm is set but vLLM is not installed: install the GPU extra "
+            "(pip install '.[gpu]') on a machine with a CUDA GPU, or unset use_vllm"
+        )
+
+
 def grpo_config(config: TrainingConfig, output_dir: Path) -> Any:
     """The TRL GRPOConfig for a run (vLLM server mode passed through when asked)."""
     from trl import GRPOConfig
@@ -129,6 +140,7 @@ def grpo_config(config: TrainingConfig, output_dir: Path) -> Any:
         "disable_tqdm": True,
     }
     if config.use_vllm:
+        require_vllm()
         kwargs.update(use_vllm=True, vllm_mode=config.vllm_mode)
         if config.vllm_server_base_url:
             kwargs["vllm_server_base_url"] = config.vllm_server_base_url
