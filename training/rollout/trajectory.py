@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FINISHED_REASONS = ("answer", "step_budget", "format_error", "policy_error")
+FINISHED_REASONS = ("answer", "step_budget", "format_error", "policy_error", "token_budget")
 
 
 @dataclass
