@@ -118,6 +118,8 @@ class FailureDiagnosis:
     reward_total: float
     labels: list[ErrorLabel]
     instruction: str = ""
+    gold_tools: list[str] = field(default_factory=list)  # what the solution needs
+    gold_write_tools: list[str] = field(default_factory=list)  # those of them that write
 
     @property
     def kinds(self) -> list[str]:
@@ -239,6 +241,8 @@ def diagnose_episode(episode: EvaluatedEpisode) -> FailureDiagnosis | None:
         reward_total=read_reward(episode.reward).total,
         labels=label_failure(episode.trajectory, episode.task, episode.reward, episode.tool_kinds),
         instruction=str(field_of(episode.task, "instruction") or ""),
+        gold_tools=(tools := required_tools(episode.task)),
+        gold_write_tools=[t for t in tools if episode.tool_kinds.get(t) == "write"],
     )
 
 

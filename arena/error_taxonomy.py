@@ -8,14 +8,13 @@ reviewer can open the trajectory and see the same thing the diagnosis saw.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from environments.python_source import parse_python
+from tasks.gold_tools import tools_called_in_solution
 from tasks.state_changes import compare_diffs, row_pairs
 
 INVALID_TOOL_CALL = "invalid_tool_call"
@@ -221,27 +220,8 @@ def required_tools(task: Any) -> list[str]:
     """
     names = [name for name, _, _ in _gold_chain(task)]
     if not names:
-        names = _tools_called_in_solution(field_of(task, "solution") or "")
+        names = tools_called_in_solution(field_of(task, "solution") or "")
     return list(dict.fromkeys(names))
-
-
-def _tools_called_in_solution(source: str) -> list[str]:
-    try:
-        tree = parse_python(source)
-    except (SyntaxError, ValueError):
-        return []
-    names = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "call"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            names.append((node.lineno, node.col_offset, node.args[0].value))
-    return [name for _, _, name in sorted(names)]
 
 
 def normalize_value(value: Any) -> Any:

@@ -163,6 +163,23 @@ class ExpansionProposal(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} proposal #{self.pk} ({self.status})"
 
+    def save(self, *args, **kwargs) -> None:
+        """Parameters are checked against their kind's class on every save (and stored in its
+        canonical form), so the applier never meets a field it cannot act on."""
+        from arena.proposal_params import params_for
+
+        try:
+            self.params = params_for(self.kind, self.params).model_dump()
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from exc
+        super().save(*args, **kwargs)
+
+    @property
+    def typed_params(self):
+        from arena.proposal_params import params_for
+
+        return params_for(self.kind, self.params)
+
     def review(self, user, approve: bool, note: str = "") -> None:
         if self.status != self.Status.PENDING:
             raise ValidationError(f"proposal #{self.pk} was already {self.status}")

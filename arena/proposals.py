@@ -35,6 +35,12 @@ from arena.error_taxonomy import (
     WRONG_ARGUMENTS,
     WRONG_STATE_UPDATE,
 )
+from arena.proposal_params import (
+    ComplexifyParams,
+    MoreTasksParams,
+    NewEnvironmentParams,
+    params_for,
+)
 
 MORE_TASKS = "more_tasks"
 COMPLEXIFY_DATABASE = "complexify_database"
@@ -63,6 +69,7 @@ class Proposal:
             raise ValueError(
                 f"unknown proposal kind {self.kind!r}; expected one of {PROPOSAL_KINDS}"
             )
+        self.params = params_for(self.kind, self.params).model_dump()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,10 +83,12 @@ class ProposalPolicy:
     min_failures: int = 2
     tasks_per_proposal: int = 20
     min_walk_length: int = 3
+    extra_walk_steps: int = 3  # planning tasks: walks up to this much longer than the failed
     min_write_steps: int = 2
-    edge_rows_per_tool: int = 25
+    edge_rows_per_table: int = 25
     new_environments: int = 1
     examples: int = 3
+    tier: str = "goal"
 
 
 def _examples(failures: list[FailureDiagnosis], labels: tuple[str, ...], limit: int) -> list[dict]:
@@ -124,12 +133,15 @@ def _planning(env: str, category: Any, failures: list, policy: ProposalPolicy) -
         MORE_TASKS,
         env,
         category,
-        {
-            "task_kind": "graph",
-            "min_walk_length": walk,
-            "count": policy.tasks_per_proposal,
-            "focus": MULTI_STEP_PLANNING,
-        },
+        MoreTasksParams(
+            task_kind="graph",
+            min_walk_length=walk,
+            max_walk_length=min(40, walk + policy.extra_walk_steps),
+            count=policy.tasks_per_proposal,
+            tier="goal",  # planning failures: goals without the plan, longer chains
+            tools=sorted({t for f in failures for t in f.gold_tools}),
+            focus=MULTI_STEP_PLANNING,
+        ).model_dump(),
         f"{len(failures)} episode(s) in {env} stopped planning early or ran in circles "
         f"({', '.join(f'{k} x{v}' for k, v in evidence['labels'].items())}); longer tool chains "
         f"(walk length >= {walk}, the longest failed chain had {longest}) train multi-step plans.",
@@ -144,12 +156,15 @@ def _state(env: str, category: Any, failures: list, policy: ProposalPolicy) -> P
         MORE_TASKS,
         env,
         category,
-        {
-            "task_kind": "graph",
-            "write_steps": writes,
-            "count": policy.tasks_per_proposal,
-            "focus": STATE_UPDATES,
-        },
+        MoreTasksParams(
+            task_kind="graph",
+            min_walk_length=writes,
+            write_steps=writes,
+            count=policy.tasks_per_proposal,
+            tier=policy.tier,
+            tools=sorted({t for f in failures for t in f.gold_write_tools}),
+            focus=STATE_UPDATES,
+        ).model_dump(),
         f"{len(failures)} episode(s) in {env} left the database in the wrong state "
         f"({', '.join(f'{k} x{v}' for k, v in evidence['labels'].items())}); write-heavy tasks "
         f"with at least {writes} writes each train state updates.",
@@ -175,12 +190,13 @@ def _arguments(env: str, category: Any, failures: list, policy: ProposalPolicy) 
         COMPLEXIFY_DATABASE,
         env,
         category,
-        {
-            "tools": tools,
-            "edge_cases": True,
-            "extra_rows": policy.edge_rows_per_tool * max(1, len(tools)),
-            "focus": ARGUMENT_GROUNDING,
-        },
+        ComplexifyParams(
+            tools=tools,
+            rows_per_table=policy.edge_rows_per_table,
+            tasks=policy.tasks_per_proposal,
+            tier=policy.tier,
+            focus=ARGUMENT_GROUNDING,
+        ).model_dump(),
         f"{len(failures)} episode(s) in {env} grounded arguments badly "
         f"({', '.join(f'{k} x{v}' for k, v in evidence['labels'].items())}) around "
         f"{', '.join(tools) or 'its tools'}; edge rows (near-duplicate keys, nulls, boundary "
@@ -196,7 +212,12 @@ def _answers(env: str, category: Any, failures: list, policy: ProposalPolicy) ->
         MORE_TASKS,
         env,
         category,
-        {"task_kind": kind, "count": policy.tasks_per_proposal, "focus": ANSWER_SYNTHESIS},
+        MoreTasksParams(
+            task_kind=kind,
+            count=policy.tasks_per_proposal,
+            tier=policy.tier,
+            focus=ANSWER_SYNTHESIS,
+        ).model_dump(),
         f"{len(failures)} episode(s) in {env} gathered data but answered wrongly; more "
         f"{kind} tasks there train answer synthesis.",
         evidence,
@@ -228,7 +249,13 @@ def _new_environment(summary: DiagnosisSummary, policy: ProposalPolicy) -> Propo
         NEW_ENVIRONMENT,
         None,
         category,
-        {"count": policy.new_environments, "subcategory": score.name, "exclude": envs},
+        NewEnvironmentParams(
+            count=policy.new_environments,
+            subcategory=score.name,
+            exclude=envs,
+            tasks=policy.tasks_per_proposal,
+            tier=policy.tier,
+        ).model_dump(),
         f"{score.name} is the weakest subcategory (success {100 * score.success_rate:.0f}% over "
         f"{score.episodes} episodes, mean reward {score.mean_reward:.2f}); a new environment mined "
         f"there widens the data the policy learns this domain from.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from environments.models import Environment
 from environments.package import load_package
 from environments.runtime import SandboxPool
 from tasks.audit import AuditSummary
+from tasks.gold_tools import gold_tools
 from tasks.models import Task
 from tasks.records import record_tasks
 from tasks.splits import SplitPolicy, arena_round_tasks
@@ -100,32 +101,45 @@ def synthesize_tasks(
     pool: SandboxPool | None = None,
     tier: str = "goal",
     progress: Progress = _quiet,
+    tools: Sequence[str] = (),
+    max_batches: int = 6,
 ) -> list[Task]:
-    """Synthesize and store tasks; without ``split`` each lands where its signature hashes."""
+    """Synthesize and store tasks; without ``split`` each lands where its signature hashes.
+
+    ``tools``: target tools; only tasks whose gold solution uses one of them are kept, and up
+    to ``max_batches`` batches (new seeds) are drawn to find ``count`` of them."""
     package = load_package(environment.package_path)
     own_pool = pool is None
     pool = pool or SandboxPool(workers=1)
+    wanted = set(tools)
+    kept: dict[str, TaskSpec] = {}
     try:
-        batch = synthesize_specs(
-            package,
-            pool,
-            kind=kind,
-            count=count,
-            min_walk_length=min_walk_length,
-            max_walk_length=max_walk_length,
-            write_steps=write_steps,
-            seed=seed,
-            tier=tier,
-            progress=progress,
-        )
+        for attempt in range(max_batches if wanted else 1):
+            batch = synthesize_specs(
+                package,
+                pool,
+                kind=kind,
+                count=count,
+                min_walk_length=min_walk_length,
+                max_walk_length=max_walk_length,
+                write_steps=write_steps,
+                seed=seed + 7_919 * attempt,
+                tier=tier,
+                progress=progress,
+            )
+            record_audit(environment, batch.audit)
+            for spec in batch.specs:
+                if not wanted or wanted & set(gold_tools(spec)):
+                    kept.setdefault(spec.signature, spec)
+            if len(kept) >= count:
+                break
     finally:
         if own_pool:
             pool.close()
-    record_audit(environment, batch.audit)
     policy = SplitPolicy()
     return record_tasks(
         environment,
-        batch.specs,
+        list(kept.values())[:count],
         split=split,
         round_number=round_number,
         split_of=lambda s: policy.split_of(s.signature),
