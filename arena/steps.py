@@ -24,15 +24,17 @@ from arena.models import (
     ExpansionProposal,
     FailureLabel,
 )
+from arena.proposal_params import MoreTasksParams
 from arena.proposals import propose_expansions
 from arena.sampling import sample_environments
 from arena.scoreboard import Scoreboard, build_scoreboard, compare
 from aw_site.jobs import JobContext, interrupted
 from environments.models import Category, Environment
 from environments.runtime import SandboxPool
+from tasks.models import Task
 from tasks.records import spec_from_task
 from tasks.service import fresh_arena_tasks, synthesize_tasks
-from training.models import TrainingRun, Trajectory
+from training.models import TrainingRun, TrainingTask, Trajectory
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
 
@@ -45,8 +47,8 @@ def round_evaluation(evolution_round: EvolutionRound) -> ArenaEvaluation:
 
 
 def sampled_environments(evolution_round: EvolutionRound) -> list[Environment]:
-    verified = Environment.objects.filter(status=Environment.Status.VERIFIED).select_related(
-        "category"
+    verified = current_versions(
+        Environment.objects.filter(status=Environment.Status.VERIFIED).select_related("category")
     )
     candidates = [
         {"name": env.name, "category": env.manifest.get("category", {}), "record": env}
@@ -243,9 +245,14 @@ def category_row(category: Any) -> Category | None:
     return None
 
 
+class ExpansionsFailed(RuntimeError):
+    """Every approved expansion of a round failed: the round ends failed, with the reasons."""
+
+
 def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
     approved = list(evolution_round.proposals.filter(status=ExpansionProposal.Status.APPROVED))
     applied = 0
+    reasons = []
     for index, proposal in enumerate(approved):
         try:
             proposal.result = apply_proposal(proposal, ctx)
@@ -256,43 +263,105 @@ def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
                 raise  # the retried job applies this proposal again
             proposal.result = {"error": f"{type(exc).__name__}: {exc}"}
             proposal.status = ExpansionProposal.Status.FAILED
+            reasons.append(f"#{proposal.pk} {proposal.kind}: {proposal.result['error']}")
         proposal.applied_job = ctx.job
         proposal.save(update_fields=["result", "status", "applied_job"])
         ctx.progress((index + 1) / len(approved), f"proposal {proposal.pk}: {proposal.status}")
+    if approved and not applied:
+        raise ExpansionsFailed("every approved expansion failed: " + "; ".join(reasons))
     return {"applied": applied, "failed": len(approved) - applied}
 
 
 def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
-    """Carry out one approved expansion; refuses anything not approved."""
+    """Carry out one approved expansion (refuses anything not approved) and say exactly what
+    changed: the environment version it acted on or created, rows added per table, the ids of
+    the tasks it created. Every typed parameter has an effect (``arena.proposal_params``)."""
     proposal.ensure_applicable()
-    params = proposal.params or {}
+    params = proposal.typed_params
+    seed = proposal.round.seed + proposal.pk
     if proposal.kind == ExpansionProposal.Kind.MORE_TASKS:
         environment = current_version(proposal.environment)
-        longest = int(params.get("max_walk_length", params.get("min_walk_length", 3)))
-        created = synthesize_tasks(
-            environment,
-            count=int(params.get("count", 20)),
-            min_walk_length=int(params.get("min_walk_length", 1)),
-            max_walk_length=max(longest, int(params.get("min_walk_length", 1))),
-            write_steps=int(params.get("write_steps", 0)),
-            seed=proposal.round.seed + proposal.pk,
-            split="train",
-            round_number=proposal.round.number,
-        )
-        return {"environment": environment.pk, "tasks_created": len(created)}
+        created = _tasks_for(proposal, environment, params, seed)
+        return {"environment": environment.pk, "version": environment.version, **created}
     if proposal.kind == ExpansionProposal.Kind.COMPLEXIFY_DATABASE:
         from environments.jobs import complexify_environment
 
-        return complexify_environment(
+        base = current_version(proposal.environment)
+        tables = tables_of_tools(base, params.tools)
+        changed = complexify_environment(
             ctx,
-            current_version(proposal.environment).pk,
-            rounds=int(params.get("rounds", 1)),
-            rows_per_table=int(params.get("rows_per_table", 5)),
-            seed=proposal.round.seed,
+            base.pk,
+            rounds=params.rounds,
+            rows_per_table=params.rows_per_table,
+            seed=seed,
+            tables=tables or None,
         )
+        environment = Environment.objects.get(pk=changed["environment"])
+        task_params = MoreTasksParams(
+            count=max(1, params.tasks), tier=params.tier, tools=params.tools, focus=params.focus
+        )
+        created = _tasks_for(proposal, environment, task_params, seed) if params.tasks else {}
+        return {**changed, "tables": tables, **created}
     if proposal.kind == ExpansionProposal.Kind.NEW_ENVIRONMENT:
-        return build_in_category(proposal, ctx)
+        built = build_in_category(proposal, params, ctx)
+        environment = Environment.objects.filter(pk=built.get("environment")).first()
+        if environment is None or environment.status != Environment.Status.VERIFIED:
+            raise ValueError(f"the new environment did not verify: {built}")
+        task_params = MoreTasksParams(count=max(1, params.tasks), tier=params.tier)
+        created = _tasks_for(proposal, environment, task_params, seed) if params.tasks else {}
+        return {**built, "version": environment.version, **created}
     raise ValueError(f"unknown proposal kind {proposal.kind}")
+
+
+def _tasks_for(
+    proposal: ExpansionProposal, environment: Environment, params: MoreTasksParams, seed: int
+) -> dict[str, Any]:
+    """Synthesize a proposal's training tasks; refuses to call an expansion with none a success."""
+    created = synthesize_tasks(
+        environment,
+        kind=params.task_kind,
+        count=params.count,
+        min_walk_length=params.min_walk_length,
+        max_walk_length=params.longest,
+        write_steps=params.write_steps,
+        seed=seed,
+        split="train",
+        round_number=proposal.round.number,
+        tier=params.tier,
+        tools=params.tools,
+    )
+    if not created:
+        wanted = f" using {', '.join(params.tools)}" if params.tools else ""
+        raise ValueError(
+            f"no {params.task_kind} task{wanted} could be synthesized in {environment}"
+        )
+    return {"tasks": [task.pk for task in created], "tasks_created": len(created)}
+
+
+def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:
+    """The tables the named tools read or write (their entity and its parent)."""
+    if not tools:
+        return []
+    from tasks.synthesis.tool_graph import build_tool_graph
+
+    graph = build_tool_graph(environment.package_path)
+    tables = set()
+    for name in tools:
+        node = graph.nodes.get(name)
+        if node is not None:
+            tables.update(t for t in (node.entity, node.parent) if t)
+    return sorted(tables)
+
+
+def current_versions(environments) -> list[Environment]:
+    """The newest of each name: a complexified version supersedes its parent for sampling and
+    training."""
+    newest: dict[str, Environment] = {}
+    for environment in environments:
+        kept = newest.get(environment.name)
+        if kept is None or environment.version > kept.version:
+            newest[environment.name] = environment
+    return sorted(newest.values(), key=lambda e: e.name)
 
 
 def current_version(environment: Environment | None) -> Environment:
@@ -306,21 +375,69 @@ def current_version(environment: Environment | None) -> Environment:
     return newest or environment
 
 
-def build_in_category(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
-    """Mine a new environment in the weak category from an offline source not yet built."""
+def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext) -> dict[str, Any]:
+    """Build a new environment in the weak category: from the theme the proposal names, else
+    an unbuilt offline data source there."""
     from environments.build.request import BuildRequest, builtin_sources
     from environments.jobs import run_build
 
     category = proposal.category
     wanted = category.primary().name if category else None
-    built = set(Environment.objects.values_list("name", flat=True))
+    built = set(Environment.objects.values_list("name", flat=True)) | set(params.exclude)
     for spec in builtin_sources():
         if spec["category"]["primary"] == wanted and spec["name"] not in built:
             return run_build(ctx, BuildRequest.for_source(spec["name"]), fail_on_reject=False)
     raise ValueError(
-        f"no unbuilt offline data source in {wanted or 'that category'}; configure AW_LLM_BASE_URL "
-        "for the research agent or add a source"
+        f"no unbuilt offline data source in {wanted or 'that category'}; import a theme there "
+        "(it becomes an environment) or configure AW_LLM_BASE_URL for the research agent"
     )
+
+
+def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> list[TrainingTask]:
+    """What the round trains on: the tasks its applied expansions created, plus a replay sample
+    of earlier training tasks (``replay_ratio`` per new task, default 1), all from current
+    environment versions. A round without expansion tasks replays ``tasks_per_environment``
+    tasks of each evaluated environment."""
+    import random
+
+    config = evolution_round.config or {}
+    ratio = float(config.get("replay_ratio", 1.0))
+    per_environment = int((config.get("training") or {}).get("tasks_per_environment", 6))
+    links: list[TrainingTask] = []
+    new_ids: set[int] = set()
+    for proposal in evolution_round.proposals.filter(status=ExpansionProposal.Status.APPLIED):
+        ids = [i for i in (proposal.result or {}).get("tasks", []) if i not in new_ids]
+        current = Task.objects.filter(pk__in=ids, split=Task.Split.TRAIN).select_related(
+            "environment"
+        )
+        for task in current:
+            if task.environment == current_version(task.environment):  # not superseded since
+                new_ids.add(task.pk)
+                links.append(
+                    TrainingTask(
+                        run=run,
+                        task=task,
+                        source=TrainingTask.Source.EXPANSION,
+                        proposal=proposal.pk,
+                    )
+                )
+    environments = {
+        current_version(e) for e in round_evaluation(evolution_round).environments.all()
+    }
+    environments |= {link.task.environment for link in links}
+    pool = list(
+        Task.objects.filter(environment__in=environments, split=Task.Split.TRAIN)
+        .exclude(pk__in=new_ids)
+        .select_related("environment")
+        .order_by("id")
+    )
+    wanted = round(ratio * len(links)) if links else per_environment * len(environments)
+    rng = random.Random(evolution_round.seed)
+    replay = rng.sample(pool, min(wanted, len(pool)))
+    links += [TrainingTask(run=run, task=t, source=TrainingTask.Source.REPLAY) for t in replay]
+    if not links:
+        raise ValueError("no training tasks: the round's environments have no train-split tasks")
+    return links
 
 
 def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
@@ -328,15 +445,18 @@ def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
         return {"skipped": "training disabled for this round"}
     run = evolution_round.training_run
     if run is None or run.status == TrainingRun.Status.FAILED:
-        run = TrainingRun.objects.create(
-            base_policy=evolution_round.policy,
-            config=evolution_round.config.get("training", {}),
-            round_number=evolution_round.number,
-            job=ctx.job,
-        )
-        run.environments.set(round_evaluation(evolution_round).environments.all())
-        evolution_round.training_run = run
-        evolution_round.save(update_fields=["training_run"])
+        with transaction.atomic():
+            run = TrainingRun.objects.create(
+                base_policy=evolution_round.policy,
+                config=evolution_round.config.get("training", {}),
+                round_number=evolution_round.number,
+                job=ctx.job,
+            )
+            links = round_training_set(evolution_round, run)
+            TrainingTask.objects.bulk_create(links)
+            run.environments.set({link.task.environment for link in links})
+            evolution_round.training_run = run
+            evolution_round.save(update_fields=["training_run"])
     if run.status != TrainingRun.Status.SUCCEEDED:
         try:
             train_policy(run, ctx.progress)

@@ -253,9 +253,15 @@ def adopt_draft(
 
 @job("environments.complexify", queue=Job.Queue.SANDBOX)
 def complexify_environment(
-    ctx: JobContext, environment: int, rounds: int = 1, rows_per_table: int = 5, seed: int = 0
+    ctx: JobContext,
+    environment: int,
+    rounds: int = 1,
+    rows_per_table: int = 5,
+    seed: int = 0,
+    tables: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A new version whose database has more rows, edge cases and links; tools re-verified."""
+    """A new version whose database has more rows, edge cases and links; tools re-verified.
+    ``tables``: only these tables grow (None: all). The result says what was added where."""
     from environments.discovery.complexify import complexify
     from environments.discovery.sources.base import restore_provenance
 
@@ -274,7 +280,13 @@ def complexify_environment(
         db_path = workdir / "state.sqlite"
         shutil.copyfile(Path(base.package_path) / "state.sqlite", db_path)
         restore_provenance(db_path, base.provenance)
-        records = complexify(db_path, rounds=rounds, rows_per_table=rows_per_table, seed=seed)
+        records = complexify(
+            db_path,
+            rounds=rounds,
+            rows_per_table=rows_per_table,
+            seed=seed,
+            only_tables=set(tables) if tables is not None else None,
+        )
         ctx.progress(0.3, f"complexified in {len(records)} round(s)")
         designed = pipeline.design_tools(
             db_path, base.title, llm_settings(), None, stage(ctx, 0.3, 0.4)
@@ -310,7 +322,22 @@ def complexify_environment(
                     }
                 ]
             )
-        return {"environment": recorded.pk, "parent": base.pk, "rounds": len(records)}
+        rows_added: dict[str, int] = {}
+        edge_cases: dict[str, int] = {}
+        for record in records:
+            for table, count in record.added_rows.items():
+                rows_added[table] = rows_added.get(table, 0) + count
+            for case in record.edge_cases:
+                table = case.split(".")[0]
+                edge_cases[table] = edge_cases.get(table, 0) + 1
+        return {
+            "environment": recorded.pk,
+            "parent": base.pk,
+            "version": recorded.version,
+            "rounds": len(records),
+            "rows_added": rows_added,
+            "edge_cases": edge_cases,
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

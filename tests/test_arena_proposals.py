@@ -67,6 +67,7 @@ def test_planning_failures_propose_longer_chains_with_evidence():
     planning = proposals[("more_tasks", "airports", "multi-step planning")]
     assert planning.params["min_walk_length"] == 4  # longest failed gold chain (3) + 1
     assert planning.params["count"] == 20
+    assert planning.params["max_walk_length"] == 7 and planning.params["tier"] == "goal"
     # the tool-error episodes also answered without ever completing create_booking
     assert planning.evidence["labels"] == {"premature_answer": 5}
     assert planning.evidence["failed_episodes"] == 5
@@ -86,7 +87,7 @@ def test_tool_errors_propose_database_complexification_around_the_tool():
     proposals = by_focus(propose_expansions(round_summary()))
     complexify = proposals[("complexify_database", "airports", "argument grounding")]
     assert complexify.params["tools"] == ["create_booking"]
-    assert complexify.params["edge_cases"] is True
+    assert complexify.params["rows_per_table"] == 25 and complexify.params["tasks"] == 20
     assert complexify.evidence["labels"] == {"tool_error": 2, "wrong_arguments": 2}
     assert "no flight 99" in complexify.evidence["examples"][0]["explanation"]
 
@@ -127,3 +128,21 @@ def test_single_failures_below_threshold_propose_nothing():
 def test_unknown_proposal_kind_is_rejected():
     with pytest.raises(ValueError, match="unknown proposal kind"):
         Proposal("retrain_everything", None, "", {}, "")
+
+
+def test_every_proposal_kind_round_trips_through_its_typed_parameters():
+    """Proposer and applier share one class per kind: what the proposer writes validates, an
+    unknown or out-of-range field is refused with its name."""
+    from arena.proposal_params import PARAMS_BY_KIND, params_for
+
+    proposals = propose_expansions(round_summary())
+    assert {p.kind for p in proposals} == set(PARAMS_BY_KIND)
+    for proposal in proposals:
+        typed = params_for(proposal.kind, proposal.params)
+        assert typed.model_dump() == proposal.params
+    with pytest.raises(ValueError, match="extra_rows"):
+        params_for("complexify_database", {"extra_rows": 5})
+    with pytest.raises(ValueError, match="count"):
+        params_for("more_tasks", {"count": 0})
+    with pytest.raises(ValueError, match="max_walk_length is below"):
+        params_for("more_tasks", {"min_walk_length": 5, "max_walk_length": 2})

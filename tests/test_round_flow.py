@@ -62,7 +62,9 @@ def test_round_waits_for_review_then_expands_and_trains(arena_world, reviewer):
     proposals = list(evolution_round.proposals.all())
     if not proposals:
         pytest.skip("the tiny policy solved every arena task; nothing to review")
-    first = proposals[0]
+    first = next((p for p in proposals if p.kind == "more_tasks"), None)
+    if first is None:
+        pytest.skip(f"no more-tasks proposal to approve: {[p.kind for p in proposals]}")
     with pytest.raises(ValidationError, match="only approved"):
         first.ensure_applicable()
     for proposal in proposals:
@@ -70,8 +72,16 @@ def test_round_waits_for_review_then_expands_and_trains(arena_world, reviewer):
     done = wait_round(evolution_round.number, {"done", "failed"})
     assert done.status == "done", done.failure_reason
     first.refresh_from_db()
-    assert first.status in {"applied", "failed"} and first.result
+    assert first.status == "applied", first.result
     assert ExpansionProposal.objects.filter(status="rejected").count() == len(proposals) - 1
+    # What the expansion created is what the round trained on, next to a replay sample.
+    created = first.result["tasks"]
+    assert created and first.result["tasks_created"] == len(created)
+    links = done.training_run.task_links.all()
+    from_expansion = {link.task_id for link in links if link.source == "expansion"}
+    assert from_expansion == set(created)
+    assert {link.proposal for link in links if link.source == "expansion"} == {first.pk}
+    assert any(link.source == "replay" for link in links)
     assert done.trained_policy is not None and done.trained_policy.parent == arena_world
     assert done.training_run.metrics.filter(phase="grpo").exists()
     kinds = set(Job.objects.filter(rounds=done).values_list("kind", flat=True))

@@ -73,6 +73,29 @@ class TrainingRun(models.Model):
         return f"training run #{self.pk} of {self.base_policy}"
 
 
+class TrainingTask(models.Model):
+    """One task of a run's training set and where it came from (an expansion proposal of a
+    round, a replay sample of earlier training tasks, or the environments' train split)."""
+
+    class Source(models.TextChoices):
+        EXPANSION = "expansion"
+        REPLAY = "replay"
+        TRAIN_SPLIT = "train_split"
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="task_links")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="training_links")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    proposal = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Id of the expansion proposal that created the task"
+    )
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task"], name="task_once_per_run"),
+        ]
+
+
 class TrainingMetric(models.Model):
     run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="metrics")
     phase = models.CharField(max_length=16, default="grpo")
@@ -107,6 +130,7 @@ class Trajectory(models.Model):
         STEP_BUDGET = "step_budget"
         FORMAT_ERROR = "format_error"
         POLICY_ERROR = "policy_error"
+        TOKEN_BUDGET = "token_budget"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
     environment = models.ForeignKey(

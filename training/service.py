@@ -16,7 +16,15 @@ from django.utils import timezone
 from environments.models import Environment
 from tasks.models import Task
 from tasks.records import spec_from_task
-from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
+from training.models import (
+    Checkpoint,
+    Policy,
+    Step,
+    TrainingMetric,
+    TrainingRun,
+    TrainingTask,
+    Trajectory,
+)
 
 Progress = Callable[[float, str], None]
 
@@ -225,7 +233,13 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
     from training.run_options import RunOptions
 
     options = RunOptions.model_validate(run.config or {})
-    tasks = training_tasks(run, options.tasks_per_environment)
+    listed = [link.task for link in run.task_links.select_related("task__environment")]
+    tasks = listed or training_tasks(run, options.tasks_per_environment)
+    if not listed:  # the run lists the set it trained on, whichever way it was chosen
+        TrainingTask.objects.bulk_create(
+            [TrainingTask(run=run, task=t, source=TrainingTask.Source.TRAIN_SPLIT) for t in tasks],
+            ignore_conflicts=True,
+        )
     if not tasks:
         raise ValueError(
             "no train-split graph tasks in the chosen environments; synthesize tasks first"

@@ -173,9 +173,16 @@ def _cross_links(conn, tables: dict[str, Table], rng: random.Random, record: Rou
 
 
 def complexify(
-    db_path: Path | str, rounds: int = 1, rows_per_table: int = 5, seed: int = 0
+    db_path: Path | str,
+    rounds: int = 1,
+    rows_per_table: int = 5,
+    seed: int = 0,
+    only_tables: set[str] | None = None,
 ) -> list[RoundRecord]:
-    """Run `rounds` rounds on the database in place (atomically); return what each changed."""
+    """Run `rounds` rounds on the database in place (atomically); return what each changed.
+
+    ``only_tables``: only these get derived rows and edge cases (an expansion targeting the tables
+    of the tools an agent misused); None: every table."""
     db_path = Path(db_path)
     temp = db_path.with_name(f".{db_path.name}.{uuid.uuid4().hex}.tmp")
     shutil.copyfile(db_path, temp)
@@ -189,7 +196,11 @@ def complexify(
             conn.execute("BEGIN")
             tables = read_schema_conn(conn)
             record = RoundRecord(number)
+            if only_tables is not None and not only_tables & set(tables):
+                raise ComplexifyError(f"no table of {sorted(only_tables)} in the database")
             for table in tables.values():
+                if only_tables is not None and table.name not in only_tables:
+                    continue
                 _derive_rows(conn, table, rows_per_table, rng, record)
                 _edge_cases(conn, table, rng, record)
             _cross_links(conn, tables, rng, record)

@@ -1,0 +1,97 @@
+"""Applying expansions: typed parameters honoured, exact changes recorded, a round whose every
+expansion failed ends failed, superseded versions leave sampling and training."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.models import ExpansionProposal
+from arena.steps import ExpansionsFailed, current_versions, expand, round_training_set
+from environments.registry import record_package
+from tasks.gold_tools import gold_tools
+from tests.support import factories
+from tests.support.sample_package import build_sample_package
+from training.models import TrainingRun
+
+
+class Context:
+    """The slice of a JobContext the expand step uses."""
+
+    job = None
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        return None
+
+
+@pytest.fixture
+def bookstore(tmp_path, settings):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    return record_package(build_sample_package(tmp_path / "pkg", extra_books=10))
+
+
+def approved(evolution_round, environment, **params) -> ExpansionProposal:
+    return ExpansionProposal.objects.create(
+        round=evolution_round,
+        kind="more_tasks",
+        environment=environment,
+        params=params,
+        status=ExpansionProposal.Status.APPROVED,
+    )
+
+
+@pytest.mark.django_db
+def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore):
+    evolution_round = factories.make_round(status="expanding", seed=5)
+    target = approved(
+        evolution_round,
+        bookstore,
+        count=4,
+        min_walk_length=2,
+        write_steps=1,
+        tools=["update_stock"],
+    )
+    assert expand(evolution_round, Context()) == {"applied": 1, "failed": 0}
+    target.refresh_from_db()
+    assert target.status == "applied" and target.result["version"] == bookstore.version
+    created = target.result["tasks"]
+    assert len(created) == target.result["tasks_created"] > 0
+    tasks = list(bookstore.tasks.filter(pk__in=created))
+    assert all("update_stock" in gold_tools({"gold_chain": t.gold_chain}) for t in tasks)
+    assert {t.split for t in tasks} == {"train"} and {t.round_number for t in tasks} == {
+        evolution_round.number
+    }
+
+    evolution_round.config = {"replay_ratio": 0.5}
+    run = TrainingRun.objects.create(base_policy=evolution_round.policy)
+    links = round_training_set(evolution_round, run)
+    new = [link for link in links if link.source == "expansion"]
+    assert {link.task_id for link in new} == set(created)
+    assert {link.proposal for link in new} == {target.pk}
+    assert len([link for link in links if link.source == "replay"]) <= round(0.5 * len(new))
+
+
+@pytest.mark.django_db
+def test_a_round_whose_every_expansion_failed_fails_with_the_reasons(bookstore):
+    evolution_round = factories.make_round(status="expanding")
+    approved(evolution_round, bookstore, count=2, tools=["no_such_tool"])
+    with pytest.raises(ExpansionsFailed, match="every approved expansion failed: #\\d+ more_tasks"):
+        expand(evolution_round, Context())
+    (proposal,) = evolution_round.proposals.all()
+    assert proposal.status == "failed" and "no_such_tool" in proposal.result["error"]
+
+
+@pytest.mark.django_db
+def test_superseded_versions_are_not_sampled():
+    old = factories.make_environment("shop", version=1)
+    new = factories.make_environment("shop", version=2, parent=old)
+    other = factories.make_environment("zoo")
+    assert current_versions([old, other, new]) == [new, other]
+
+
+@pytest.mark.django_db
+def test_bad_parameters_are_refused_on_save():
+    evolution_round = factories.make_round()
+    with pytest.raises(Exception, match="tasks"):
+        ExpansionProposal.objects.create(
+            round=evolution_round, kind="complexify_database", params={"tasks": -1}
+        )
