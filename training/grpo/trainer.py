@@ -216,10 +216,11 @@ def run_training(
     """The whole run. ``tasks`` overrides ``config.tasks_path`` / synthesis; ``callbacks`` are
     extra transformers TrainerCallbacks for the GRPO phase."""
     from accelerate import PartialState
+    from transformers import AutoTokenizer
 
     from environments.runtime import SandboxPool, load_package
     from training.grpo.sft import sft_conversations, sft_warmup
-    from training.policies.tiny_model import build_tiny_policy, load_policy_dir
+    from training.policies.tiny_model import build_tiny_policy
     from training.rollout import GoldChainPolicy, rollout_many
     from training.rollout.agent_loop import package_manifest
     from training.rollout.evaluation import score_trajectories
@@ -245,9 +246,10 @@ def run_training(
         emit_metrics(0, {"phase": "gold", **gold_summary}, on_metrics, metrics_path)
         good = [t for t in gold if t.reward and t.reward["success"]]
 
-        # Under `accelerate launch` only the main process builds, warms up and evaluates; the
-        # others wait and then load the same directories.
-        state = PartialState()
+        # Under `accelerate launch` only the main process builds and evaluates; the others wait
+        # and then load the same directories. SFT runs on every process (SFTTrainer shards the
+        # gold conversations across them) and the main process saves its model.
+        state = PartialState(cpu=config.use_cpu)
         model_dir = config.model_path or str(out / "initial")
         result = TrainingResult(output_dir=str(out), final_checkpoint=model_dir, gold=gold_summary)
         if state.is_main_process:
@@ -263,35 +265,31 @@ def run_training(
                 emit_metrics(
                     0, {"phase": "eval_before", **result.eval_before}, on_metrics, metrics_path
                 )
-            if config.sft_epochs > 0:
-                device = "cpu" if config.use_cpu else _default_device()
-                model, tokenizer = load_policy_dir(model_dir, device)
-                result.sft = sft_warmup(
-                    model,
-                    tokenizer,
-                    sft_conversations(good),
-                    epochs=config.sft_epochs,
-                    learning_rate=config.sft_learning_rate,
-                    batch_size=config.sft_batch_size,
-                    seed=config.seed,
-                )
+        state.wait_for_everyone()
+        if config.sft_epochs > 0:
+            sft_dir = out / "sft"
+            result.sft = sft_warmup(
+                model_dir,
+                AutoTokenizer.from_pretrained(model_dir),
+                sft_conversations(good),
+                config,
+                output_dir=sft_dir,
+                save_dir=sft_dir,
+            )
+            state.wait_for_everyone()
+            model_dir = str(sft_dir)
+            checkpoint(model_dir)
+            if state.is_main_process:
                 emit_metrics(0, {"phase": "sft", **result.sft}, on_metrics, metrics_path)
-                _save_pair(model, tokenizer, out / "sft")
-                del model
                 if config.eval_before_after and config.max_steps > 0:
-                    result.eval_after_sft = _evaluate(
-                        str(out / "sft"), tasks, packages, pool, config
-                    )
+                    result.eval_after_sft = _evaluate(model_dir, tasks, packages, pool, config)
                     emit_metrics(
                         0,
                         {"phase": "eval_after_sft", **result.eval_after_sft},
                         on_metrics,
                         metrics_path,
                     )
-        state.wait_for_everyone()
-        if config.sft_epochs > 0:
-            model_dir = str(out / "sft")
-            checkpoint(model_dir)
+            state.wait_for_everyone()
 
         if config.max_steps > 0:
             final_dir, result.grpo = run_grpo(
