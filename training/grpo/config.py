@@ -47,8 +47,27 @@ class TrainingConfig:
     sft_epochs: int = field(
         default=0, metadata={"help": "Epochs of SFT on gold trajectories before GRPO (0 = skip)."}
     )
-    sft_learning_rate: float = field(default=3e-3, metadata={"help": "SFT learning rate."})
-    sft_batch_size: int = field(default=8, metadata={"help": "SFT examples per optimiser step."})
+    sft_learning_rate: float = field(
+        default=3e-3,
+        metadata={
+            "help": "SFT peak learning rate (linear decay to 0). 3e-3 suits the tiny policy "
+            "trained from scratch; a pretrained model wants far less."
+        },
+    )
+    sft_batch_size: int = field(
+        default=8, metadata={"help": "SFT conversations per device per micro-batch."}
+    )
+    sft_gradient_accumulation_steps: int = field(
+        default=1, metadata={"help": "SFT micro-batches accumulated per optimiser step."}
+    )
+    sft_max_length: int = field(
+        default=8192,
+        metadata={
+            "help": "Longest SFT conversation in tokens. A longer one is cut after its last "
+            "assistant turn that fits (the system prompt and instruction are never cut), or "
+            "dropped when even its first assistant turn does not fit; both are counted."
+        },
+    )
     # --- GRPO ---
     max_steps: int = field(default=10, metadata={"help": "GRPO optimiser steps."})
     learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate."})
@@ -94,9 +113,30 @@ class TrainingConfig:
     sandbox_workers: int = field(default=2, metadata={"help": "Warm sandbox worker processes."})
     # --- hardware and generation backend ---
     use_cpu: bool = field(default=False, metadata={"help": "Train on the CPU (tests, no GPU)."})
-    bf16: bool = field(default=False, metadata={"help": "bfloat16 mixed precision (GPU)."})
+    bf16: bool = field(
+        default=False, metadata={"help": "bfloat16 mixed precision, SFT and GRPO (GPU)."}
+    )
     gradient_checkpointing: bool = field(
-        default=False, metadata={"help": "Trade compute for memory on large models."}
+        default=False,
+        metadata={"help": "Trade compute for memory on large models (SFT and GRPO)."},
+    )
+    use_lora: bool = field(
+        default=False,
+        metadata={
+            "help": "Train LoRA adapters instead of every weight in the SFT warm-up (one "
+            "LoraConfig, training/grpo/lora.py::peft_config, for GRPO to share). The adapter is "
+            "merged into the weights before the SFT checkpoint is saved: a plain causal LM."
+        },
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling (alpha / r)."})
+    lora_dropout: float = field(default=0.05, metadata={"help": "Dropout on the LoRA input."})
+    lora_target_modules: list[str] | str = field(
+        default="all-linear",
+        metadata={
+            "help": "Modules given adapters: 'all-linear' (every linear layer but the output "
+            "head) or a list of module names such as ['q_proj', 'v_proj']."
+        },
     )
     use_vllm: bool = field(
         default=False, metadata={"help": "Generate with vLLM instead of transformers."}

@@ -71,12 +71,6 @@ def load_tasks(config: TrainingConfig, packages: dict[str, Any], pool: Any) -> l
     return kept
 
 
-def _save_pair(model: Any, tokenizer: Any, path: Path) -> str:
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
 def _evaluate(model_dir: str, tasks, packages, pool, config: TrainingConfig) -> dict[str, Any]:
     from training.policies.local_hf import LocalHFPolicy
     from training.rollout.agent_loop import RolloutSettings
@@ -167,6 +161,7 @@ def run_grpo(
     from trl import GRPOTrainer
 
     from training.grpo.dataset import build_dataset
+    from training.grpo.lora import merged, peft_config
     from training.grpo.rollouts import AgentWorldRollouts, TrainerGenerator, agent_world_reward
     from training.rollout.agent_loop import RolloutSettings, package_manifest
 
@@ -192,6 +187,7 @@ def run_grpo(
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=rollouts,
+        peft_config=peft_config(config),
         callbacks=[
             MetricsCallback(on_metrics, metrics_path),
             CheckpointCallback(on_checkpoint),
@@ -202,8 +198,13 @@ def run_grpo(
     output = trainer.train()
     seconds = time.perf_counter() - started
     final_dir = Path(config.output_dir) / "final"
-    trainer.save_model(str(final_dir))
-    tokenizer.save_pretrained(final_dir)
+    # A plain causal LM with its generation cache on: loadable by evaluation and the registry.
+    model = merged(trainer.accelerator.unwrap_model(trainer.model))
+    model.config.use_cache = True
+    if trainer.accelerator.is_main_process:
+        model.save_pretrained(str(final_dir))
+        tokenizer.save_pretrained(final_dir)
+    trainer.accelerator.wait_for_everyone()
     history = [h for h in trainer.state.log_history if "loss" in h]
     summary = {
         "steps": trainer.state.global_step,
@@ -270,10 +271,11 @@ def run_training(
     any training task removed; ``callbacks`` are extra transformers TrainerCallbacks for the
     GRPO phase; ``generator_factory`` replaces the model's generation in GRPO rollouts."""
     from accelerate import PartialState
+    from transformers import AutoTokenizer
 
     from environments.runtime import SandboxPool, load_package
     from training.grpo.sft import sft_conversations, sft_warmup
-    from training.policies.tiny_model import build_tiny_policy, load_policy_dir
+    from training.policies.tiny_model import build_tiny_policy
     from training.rollout import GoldChainPolicy, rollout_many
     from training.rollout.agent_loop import package_manifest
     from training.rollout.evaluation import score_trajectories
@@ -305,9 +307,10 @@ def run_training(
         emit_metrics(0, {"phase": "gold", **gold_summary}, on_metrics, metrics_path)
         good = [t for t in gold if t.reward and t.reward["success"]]
 
-        # Under `accelerate launch` only the main process builds, warms up and evaluates; the
-        # others wait and then load the same directories.
-        state = PartialState()
+        # Under `accelerate launch` only the main process builds and evaluates; the others wait
+        # and then load the same directories. SFT runs on every process (SFTTrainer shards the
+        # gold conversations across them) and the main process saves its model.
+        state = PartialState(cpu=config.use_cpu)
         model_dir = config.model_path or str(out / "initial")
         result = TrainingResult(output_dir=str(out), final_checkpoint=model_dir, gold=gold_summary)
         if state.is_main_process:
@@ -323,35 +326,31 @@ def run_training(
                 emit_metrics(
                     0, {"phase": "eval_before", **result.eval_before}, on_metrics, metrics_path
                 )
-            if config.sft_epochs > 0:
-                device = "cpu" if config.use_cpu else _default_device()
-                model, tokenizer = load_policy_dir(model_dir, device)
-                result.sft = sft_warmup(
-                    model,
-                    tokenizer,
-                    sft_conversations(good),
-                    epochs=config.sft_epochs,
-                    learning_rate=config.sft_learning_rate,
-                    batch_size=config.sft_batch_size,
-                    seed=config.seed,
-                )
+        state.wait_for_everyone()
+        if config.sft_epochs > 0:
+            sft_dir = out / "sft"
+            result.sft = sft_warmup(
+                model_dir,
+                AutoTokenizer.from_pretrained(model_dir),
+                sft_conversations(good),
+                config,
+                output_dir=sft_dir,
+                save_dir=sft_dir,
+            )
+            state.wait_for_everyone()
+            model_dir = str(sft_dir)
+            checkpoint(model_dir)
+            if state.is_main_process:
                 emit_metrics(0, {"phase": "sft", **result.sft}, on_metrics, metrics_path)
-                _save_pair(model, tokenizer, out / "sft")
-                del model
                 if evaluate and config.max_steps > 0:
-                    result.eval_after_sft = _evaluate(
-                        str(out / "sft"), evaluation, packages, pool, config
-                    )
+                    result.eval_after_sft = _evaluate(model_dir, evaluation, packages, pool, config)
                     emit_metrics(
                         0,
                         {"phase": "eval_after_sft", **result.eval_after_sft},
                         on_metrics,
                         metrics_path,
                     )
-        state.wait_for_everyone()
-        if config.sft_epochs > 0:
-            model_dir = str(out / "sft")
-            checkpoint(model_dir)
+            state.wait_for_everyone()
 
         if config.max_steps > 0:
             final_dir, result.grpo = run_grpo(
