@@ -1,11 +1,15 @@
-"""GPU check: a few multi-environment GRPO steps on a small real-architecture Qwen2 model.
+"""GPU check of the real training path: SFT (TRL SFTTrainer) then GRPO (TRL GRPOTrainer with
+our rollout_func) with vLLM colocated and bf16, on a model of Qwen3-0.6B shape.
 
-No download: the model is randomly initialised from a Qwen2 config shaped like Qwen2.5-0.5B
-(hidden 896, 24 layers, 14 heads, 2 KV heads) with a tokenizer trained on the environments;
-the environments are two bookstore-style packages run in the real sandbox. Prints step times,
-tokens/s and peak memory, and writes them to $OUT/gpu_grpo.json when $OUT is set.
+No download: the model is randomly initialised from a Qwen3 config shaped like Qwen3-0.6B
+(hidden 1024, 28 layers, 16 heads of 128, 8 KV heads, intermediate 3072, embedding 151,936 rows)
+with a tokenizer trained on the environments; the environments are two bookstore-style packages
+run in the real sandbox. Prints SFT and GRPO step times, tokens/s and peak memory, and writes them
+to $OUT/gpu_grpo.json when $OUT is set. vLLM is used when installed (pip install '.[gpu]'),
+else transformers generation (said in the report).
 
     python benchmarks/gpu_grpo.py            # on a GPU machine, about 3-5 minutes
+    python benchmarks/gpu_grpo.py --no-vllm  # transformers generation
     python benchmarks/gpu_grpo.py --cpu      # tiny shapes on the CPU, a smoke test
 """
 
@@ -72,7 +76,10 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=None, help="Decoder layers.")
     parser.add_argument("--budget-s", type=float, default=300.0, help="Stop GRPO after this.")
     parser.add_argument("--out", default=None, help="Work directory (default: a temp dir).")
+    parser.add_argument("--no-vllm", action="store_true", help="Generate with transformers.")
     args = parser.parse_args()
+
+    import importlib.util
 
     import torch
 
@@ -83,18 +90,24 @@ def main() -> int:
             "num_hidden_layers": args.layers or 2,
             "num_attention_heads": 4,
             "num_key_value_heads": 2,
+            "architecture": "qwen3",
         }
-        steps, generations, batch, completion = args.steps or 2, 2, 4, 48
+        steps, generations, batch, completion = args.steps or 2, 2, 4, 256
     else:
-        hidden = args.hidden or 896
+        hidden = args.hidden or 1024  # Qwen3-0.6B
         shape = {
             "hidden_size": hidden,
-            "num_hidden_layers": args.layers or 24,
-            "num_attention_heads": hidden // 64,
-            "num_key_value_heads": 2,
-            "intermediate_size": hidden * 5 + hidden // 2,
+            "num_hidden_layers": args.layers or 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": hidden * 3,
+            "embedding_rows": 151_936,
+            "architecture": "qwen3",
+            "max_position_embeddings": 40_960,
         }
-        steps, generations, batch, completion = args.steps or 6, 8, 16, 256
+        steps, generations, batch, completion = args.steps or 6, 8, 16, 1024
+    use_vllm = not cpu and not args.no_vllm and importlib.util.find_spec("vllm") is not None
 
     work = Path(args.out or tempfile.mkdtemp(prefix="gpu_grpo_"))
     started = time.perf_counter()
@@ -115,6 +128,9 @@ def main() -> int:
         save_steps=10_000,
         eval_before_after=False,
         sandbox_workers=4,
+        gradient_checkpointing=not cpu,
+        use_vllm=use_vllm,
+        vllm_mode="colocate",
     )
     # Tasks first, so the tokenizer is trained on them as well as on the tools.
     loaded = [load_package(p) for p in packages]
@@ -153,6 +169,7 @@ def main() -> int:
     model_config = AutoConfig.from_pretrained(model_dir)
     report = {
         "device": "cpu" if cpu else torch.cuda.get_device_name(0),
+        "generation": "vllm colocate" if use_vllm else "transformers",
         "shape": shape,
         "vocab_size": model_config.vocab_size,
         "parameters_m": round(parameter_count(model_dir) / 1e6, 1),

@@ -103,16 +103,33 @@ def build_policy_dir(
     intermediate_size: int | None = None,
     max_position_embeddings: int = 8192,
     seed: int = 0,
+    architecture: str = "qwen2",
+    head_dim: int | None = None,
+    embedding_rows: int | None = None,
 ) -> Path:
-    """Write a randomly initialised Qwen2 causal LM and its tokenizer to ``out_dir``."""
+    """Write a randomly initialised Qwen2 (or Qwen3: ``architecture="qwen3"``) causal LM and its
+    tokenizer to ``out_dir``. ``embedding_rows`` pads the embedding to a real model's vocabulary
+    size (the shape a GPU benchmark should measure) while the tokenizer stays small."""
     import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+        Qwen3Config,
+        Qwen3ForCausalLM,
+    )
 
+    families = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+    if architecture not in families:
+        raise ValueError(f"architecture must be one of {sorted(families)}")
+    config_class, model_class = families[architecture]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(texts or list(_PROTOCOL_TEXT), vocab_size=vocab_size)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
+    extra = {"head_dim": head_dim} if head_dim else {}
+    config = config_class(
+        **extra,
+        vocab_size=max(len(tokenizer), embedding_rows or 0),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size or hidden_size * 2,
         num_hidden_layers=num_hidden_layers,
@@ -125,7 +142,7 @@ def build_policy_dir(
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config)
+    model = model_class(config)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False
     )
