@@ -11,6 +11,7 @@ from typing import Any
 
 from arena.diagnosis import EvaluatedEpisode, category_name, is_success
 from arena.error_taxonomy import read_reward
+from aw_site.stats import wilson_interval
 
 DIMENSIONS = ("category", "environment", "task_kind", "difficulty")
 
@@ -60,10 +61,12 @@ class Cell:
         return self.reward_sum / self.episodes if self.episodes else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        low, high = wilson_interval(self.successes, self.episodes)
         return {
             "episodes": self.episodes,
             "successes": self.successes,
             "success_rate": round(self.success_rate, 4),
+            "success_interval": [round(low, 4), round(high, 4)],
             "mean_reward": round(self.mean_reward, 4),
         }
 

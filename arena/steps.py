@@ -119,8 +119,10 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
     evaluation.success_rate = board.overall.success_rate
     evaluation.mean_reward = board.overall.mean_reward
     evaluation.save()
+    # A round's score per category is its success rate (the gated reward's partial credit
+    # stays in the evaluation's results, next to each rate's interval).
     evolution_round.scores = {
-        name: cell["mean_reward"] for name, cell in results.get("category", {}).items()
+        name: cell["success_rate"] for name, cell in results.get("category", {}).items()
     }
     evolution_round.save(update_fields=["scores"])
     return {

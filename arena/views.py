@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 
-from arena.models import DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
 from aw_site import charts
 from aw_site.roles import REVIEWER
 from aw_site.views import JOB_POLL, console_action, console_page
@@ -53,8 +53,19 @@ def mean_score(scores: Any) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def score_rows(evolution_round: EvolutionRound, history: list[EvolutionRound]) -> list[dict]:
-    """This round's category scores with the change since the previous round that scored it."""
+def _category_cells(evaluation: ArenaEvaluation | None) -> dict[str, dict]:
+    results = evaluation.results if evaluation and isinstance(evaluation.results, dict) else {}
+    return results.get("category") or {}
+
+
+def score_rows(
+    evolution_round: EvolutionRound,
+    history: list[EvolutionRound],
+    evaluation: ArenaEvaluation | None = None,
+) -> list[dict]:
+    """This round's category success rates with their 95% interval and episode count, and the
+    change since the previous round that scored the category."""
+    cells = _category_cells(evaluation)
     scores = evolution_round.scores if isinstance(evolution_round.scores, dict) else {}
     earlier = sorted(
         (r for r in history if r.number < evolution_round.number), key=lambda r: -r.number
@@ -72,8 +83,60 @@ def score_rows(evolution_round: EvolutionRound, history: list[EvolutionRound]) -
         delta = (
             value - previous if isinstance(value, int | float) and previous is not None else None
         )
-        rows.append({"category": category, "score": value, "delta": delta})
+        cell = cells.get(category) or {}
+        low, high = cell.get("success_interval") or (None, None)
+        rows.append(
+            {
+                "category": category,
+                "score": value,
+                "delta": delta,
+                "episodes": cell.get("episodes"),
+                "low": low,
+                "high": high,
+            }
+        )
     return rows
+
+
+def label_mix(report: DiagnosisReport | None, later: DiagnosisReport | None) -> list[dict]:
+    """Each error label's share of labelled failures in this round and in the next one (the
+    policy this round trained), so a reviewer sees which failures the round's training moved."""
+
+    def shares(which: DiagnosisReport | None) -> dict[str, float]:
+        counts = (which.distribution or {}).get("by_label") if which else None
+        counts = {k: v for k, v in (counts or {}).items() if isinstance(v, int | float)}
+        total = sum(counts.values())
+        return {k: v / total for k, v in counts.items()} if total else {}
+
+    before, after = shares(report), shares(later)
+    return [
+        {"label": label, "before": before.get(label), "after": after.get(label) if later else None}
+        for label in sorted(set(before) | set(after), key=lambda k: -before.get(k, 0.0))
+    ]
+
+
+def proposal_effects(
+    proposals: list[ExpansionProposal],
+    evaluation: ArenaEvaluation | None,
+    later: ArenaEvaluation | None,
+) -> dict[int, dict]:
+    """For each applied proposal, the success rate of its own category in this round and in
+    the next round's evaluation of the policy this round trained."""
+    before, after = _category_cells(evaluation), _category_cells(later)
+    effects = {}
+    for proposal in proposals:
+        if proposal.status != ExpansionProposal.Status.APPLIED or proposal.category is None:
+            continue
+        name = proposal.category.primary().name
+        was, now = before.get(name) or {}, after.get(name) or {}
+        effects[proposal.pk] = {
+            "category": name,
+            "before": was.get("success_rate"),
+            "before_interval": was.get("success_interval"),
+            "after": now.get("success_rate") if later else None,
+            "after_interval": now.get("success_interval") if later else None,
+        }
+    return effects
 
 
 def _counts(mapping: Any) -> list[tuple[str, float]]:
@@ -184,6 +247,12 @@ def round_detail(request, number: int):
     if report is not None:
         analysis = report.analysis if answers_visible else public_report_analysis(report)
     history = list(EvolutionRound.objects.filter(number__lte=number).only("number", "scores"))
+    following = EvolutionRound.objects.filter(number=number + 1).first()
+    later_report = following.diagnoses.order_by("-created_at").first() if following else None
+    later_evaluation = following.evaluations.order_by("-created_at").first() if following else None
+    effects = proposal_effects(proposals, evaluation, later_evaluation)
+    for proposal in proposals:
+        proposal.effect = effects.get(proposal.pk)
     context = {
         "round": evolution_round,
         "stages": pipeline(evolution_round),
@@ -194,7 +263,9 @@ def round_detail(request, number: int):
         "evaluation": evaluation,
         "proposals": proposals,
         "pending_count": sum(1 for p in proposals if p.status == ExpansionProposal.Status.PENDING),
-        "scores": score_rows(evolution_round, history),
+        "scores": score_rows(evolution_round, history, evaluation),
+        "label_mix": label_mix(report, later_report),
+        "next_round": following,
         "scores_chart": mark_safe(scores_chart(history)),
         "weakest_json": _pretty(report.weakest) if report else "",
         "results_json": _pretty(evaluation.results) if evaluation else "",

@@ -314,7 +314,7 @@ def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
 # --- the console ------------------------------------------------------------------------------
 
 POST_ONLY_PAGES = {"round-start", "proposal-review"}
-REVIEWER_PAGES = {"environment-new"}  # a viewer is refused these (403): nothing to leak
+REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 
 
 def console_urls_for(scene) -> list[str]:
@@ -446,6 +446,7 @@ def test_episode_api_never_returns_gold_data(bookstore, role, request):
         "tools",
         "state_hash",
         "answer_contract",  # the answer's shape, never its value
+        "prompt",  # the agent view: system prompt and instruction, no gold data
     }
     assert not leaked(created.content.decode())
     key = created.json()["episode"]

@@ -40,6 +40,7 @@ def test_aggregates_per_category_environment_kind_and_difficulty():
         "episodes": 4,
         "successes": 2,
         "success_rate": 0.5,
+        "success_interval": [0.15, 0.85],  # Wilson 95% of 2 in 4
         "mean_reward": 0.775,
     }
     assert board["category"]["Travel"]["mean_reward"] == 0.8
@@ -79,6 +80,22 @@ def test_builds_from_evaluated_episodes():
     )
     board = build_scoreboard([episode]).to_dict()
     assert board["difficulty"] == {
-        "4": {"episodes": 1, "successes": 1, "success_rate": 1.0, "mean_reward": 0.9}
+        "4": {
+            "episodes": 1,
+            "successes": 1,
+            "success_rate": 1.0,
+            "success_interval": [0.2065, 1.0],
+            "mean_reward": 0.9,
+        }
     }
     assert board["category"]["Travel"]["successes"] == 1
+
+
+def test_wilson_interval_is_honest_at_the_edges():
+    from aw_site.stats import wilson_interval
+
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    low, high = wilson_interval(0, 20)
+    assert low == 0.0 and 0.15 < high < 0.17  # no success in 20 still allows ~16%
+    low, high = wilson_interval(200, 400)
+    assert 0.45 < low < 0.5 < high < 0.55

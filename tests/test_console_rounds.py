@@ -46,7 +46,10 @@ def test_round_detail_shows_scores_errors_diagnosis_and_proposals(as_viewer, sce
     # per-category scores with the change since the previous round
     rows = {row["category"]: row for row in response.context["scores"]}
     assert rows["Shopping"]["delta"] == pytest.approx(0.15)
-    assert "+0.15" in body
+    assert "+15%" in body
+    # success per category with its Wilson interval (9 of 20 in Shopping)
+    assert rows["Shopping"]["episodes"] == 20 and rows["Shopping"]["low"] < 0.45
+    assert "45%" in body and f"{rows['Shopping']['low']:.0%}" in body
     # error distribution as bars
     assert 'data-label="tool_error" data-value="5"' in body
     assert 'data-label="Shopping" data-value="6"' in body
@@ -201,3 +204,29 @@ def test_scores_chart_draws_one_line_per_category():
     ]
     svg = scores_chart(rounds)
     assert svg.count("<polyline") == 2 and 'data-series="A"' in svg
+
+
+@pytest.mark.django_db
+def test_round_page_compares_labels_and_each_proposal_with_the_next_round(as_viewer, scene):
+    evolution_round, proposal = scene["round"], scene["proposal"]
+    category = factories.make_category("Shopping", "Books", "Bookstore")
+    type(proposal).objects.filter(pk=proposal.pk).update(
+        status="applied",
+        category=category,
+        result={"version": 2, "tasks": [1, 2], "tasks_created": 2},
+    )
+    following = factories.make_round(
+        evolution_round.number + 1, policy=evolution_round.policy, scores={"Shopping": 0.7}
+    )
+    factories.make_evaluation(following)
+    factories.make_diagnosis(
+        following, distribution={"by_label": {"tool_error": 1, "wrong_arguments": 3}}
+    )
+    body = as_viewer.get(reverse("round-detail", args=[evolution_round.number])).content.decode()
+    # tool_error was 5 of 9 labelled failures, then 1 of 4
+    assert (
+        '<tr data-label="tool_error"><td>tool error</td><td class="num">56%</td><td class="num">25%</td>'
+        in body
+    )
+    assert "Shopping: success 45% this round → 70% in the next round" in body
+    assert "2 training tasks created" in body and "environment version v2" in body

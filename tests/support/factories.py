@@ -372,11 +372,29 @@ def make_round(
     return evolution_round
 
 
+def scoreboard_results(scores: dict[str, float], episodes: int = 20) -> dict[str, Any]:
+    """Evaluation results in the scoreboard's shape: per-category success with its interval."""
+    from aw_site.stats import wilson_interval
+
+    cells = {}
+    for name, rate in (scores or {}).items():
+        successes = round(rate * episodes)
+        low, high = wilson_interval(successes, episodes)
+        cells[name] = {
+            "episodes": episodes,
+            "successes": successes,
+            "success_rate": successes / episodes,
+            "success_interval": [round(low, 4), round(high, 4)],
+            "mean_reward": rate,
+        }
+    return {"category": cells}
+
+
 def make_evaluation(evolution_round: EvolutionRound, **fields: Any) -> ArenaEvaluation:
     return ArenaEvaluation.objects.create(
         round=evolution_round,
         policy=evolution_round.policy,
-        results={"by_category": evolution_round.scores},
+        results=fields.pop("results", None) or scoreboard_results(evolution_round.scores),
         task_count=fields.pop("task_count", 8),
         success_rate=fields.pop("success_rate", 0.5),
         mean_reward=fields.pop("mean_reward", 0.47),
@@ -538,7 +556,7 @@ def make_review_scene(tmp_root: Path | None = None) -> dict[str, Any]:
         environment=environment,
         report=report,
         kind=ExpansionProposal.Kind.COMPLEXIFY_DATABASE,
-        params={"rows": 200},
+        params={"rows_per_table": 200},
     )
     return {
         "environment": environment,
