@@ -426,7 +426,7 @@ def llm_analysis(
     summary: DiagnosisSummary, settings: Any, *, sample_size: int = 6, seed: int = 0
 ) -> tuple[str, str]:
     """Ask the LLM for a written analysis grounded in the labels; offline text if it fails."""
-    from aw_site.llm import LLMError, chat_completion
+    from aw_site.llm import LLMError, chat_completion, report_llm_failure
 
     sampled = [
         {
@@ -464,6 +464,7 @@ def llm_analysis(
     try:
         text = chat_completion(settings, messages, temperature=0.0)["content"].strip()
     except LLMError as exc:
+        report_llm_failure("diagnosis analysis (the offline analysis is used)", exc)
         return f"{summary.analysis}\n(LLM analysis unavailable: {exc})", "offline"
     if not text:
         return summary.analysis, "offline"

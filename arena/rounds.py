@@ -28,13 +28,16 @@ STEP_JOBS = {
 
 
 def default_policy() -> Policy | None:
-    """The newest trained policy of the last finished round, else the newest policy."""
+    """The newest trained policy of the last finished round; before any round has finished,
+    the endpoint policy of the AW_POLICY_* variables when they are set, else the newest policy."""
+    from training.service import ensure_env_policy
+
     last = (
         EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE).order_by("-number").first()
     )
     if last is not None:
         return last.trained_policy or last.policy
-    return Policy.objects.order_by("-created_at").first()
+    return ensure_env_policy() or Policy.objects.order_by("-created_at").first()
 
 
 def check_training_options(training: Any) -> None:

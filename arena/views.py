@@ -175,6 +175,13 @@ def distribution_charts(report: DiagnosisReport | None) -> dict[str, str]:
     }
 
 
+def _policies_to_start() -> list[Policy]:
+    from training.service import ensure_env_policy
+
+    ensure_env_policy()  # the AW_POLICY_* endpoint is offered as soon as it is configured
+    return list(Policy.objects.all()[:200])
+
+
 @console_page
 def round_list(request):
     rounds = list(
@@ -185,7 +192,7 @@ def round_list(request):
     context = {
         "rounds": rounds,
         "scores_chart": mark_safe(scores_chart(rounds)),
-        "policies": Policy.objects.all()[:200],
+        "policies": _policies_to_start(),
         "job_poll": JOB_POLL,
     }
     return render(request, "arena/round_list.html", context)

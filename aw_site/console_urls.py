@@ -34,6 +34,8 @@ urlpatterns = [
     path("training/", training_views.training_run_list, name="training-run-list"),
     path("training/new/", training_views.training_run_new, name="training-run-new"),
     path("training/<int:pk>/", training_views.training_run_detail, name="training-run-detail"),
+    path("policies/", training_views.policy_list, name="policy-list"),
+    path("policies/new/", training_views.policy_create, name="policy-create"),
     path(
         "training/<int:pk>/metrics/",
         training_views.training_run_metrics,

@@ -36,6 +36,7 @@ from django.db import (
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from aw_site.llm import collect_llm_failures, summarize_llm_failures
 from aw_site.models import Job
 
 logger = logging.getLogger(__name__)
@@ -289,9 +290,17 @@ def execute_job(job_id: int, worker: str) -> str:
     context = JobContext(record)
     heartbeat = _Heartbeat(job_id, record.attempts)
     heartbeat.start()
+    llm_failures: list[str] = []
     try:
         context.log(f"started on {worker} (attempt {record.attempts})")
-        result = spec.function(context, **record.arguments) or {}
+        with collect_llm_failures() as llm_failures:
+            result = spec.function(context, **record.arguments) or {}
+        if llm_failures:  # a configured LLM failed and the job carried on: say so
+            warnings = summarize_llm_failures(llm_failures)
+            for line in warnings:
+                context.log(f"warning: the LLM failed and the job went on without it: {line}")
+            if isinstance(result, dict):
+                result = {**result, "llm_warnings": warnings}
     except JobCancelled:
         return "cancelled"
     except (OperationalError, InterfaceError) as exc:
@@ -305,10 +314,13 @@ def execute_job(job_id: int, worker: str) -> str:
             )
         logger.exception("job %s failed", job_id)
         tail = traceback.format_exc()[-3000:]
+        warned = "".join(
+            f"\nwarning: the LLM failed: {line}" for line in summarize_llm_failures(llm_failures)
+        )
         this_attempt(job_id, record.attempts).update(
             state=Job.State.FAILED,
             error=f"{type(exc).__name__}: {exc}",
-            log_tail=(context.job.log_tail + "\n" + tail)[-Job.LOG_TAIL_CHARS :],
+            log_tail=(context.job.log_tail + warned + "\n" + tail)[-Job.LOG_TAIL_CHARS :],
             finished_at=timezone.now(),
         )
         return Job.State.FAILED

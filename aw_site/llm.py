@@ -1,17 +1,29 @@
 """The one OpenAI-compatible LLM client every LLM-driven stage uses.
 
 Configured only from environment variables so secrets never live in code or the database:
-``<PREFIX>_BASE_URL`` (required to enable the LLM path), ``<PREFIX>_MODEL``, ``<PREFIX>_API_KEY``
-and ``<PREFIX>_TIMEOUT``. With no base URL the callers take their offline path.
+``<PREFIX>_BASE_URL`` (required to enable the LLM path), ``<PREFIX>_MODEL``, ``<PREFIX>_API_KEY``,
+``<PREFIX>_TIMEOUT`` and the client options of ``aw_site.openai_chat.EndpointOptions.from_env``
+(concurrency, retries, the output-limit parameter name). With no base URL the callers take their
+offline path; when an LLM is configured and fails, a caller that carries on without it reports
+the failure (``report_llm_failure``) so the job records it as a warning.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
 import os
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from aw_site.openai_chat import ChatEndpoint, EndpointError, EndpointOptions, strip_reasoning
+
+log = logging.getLogger(__name__)
 
 
 class LLMError(RuntimeError):
@@ -24,6 +36,19 @@ class LLMSettings:
     model: str
     api_key: str
     timeout: float = 60.0
+    concurrency: int = 8
+    max_attempts: int = 5
+    backoff_base: float = 0.5
+    max_tokens_param: str = "max_completion_tokens"
+
+    def options(self) -> EndpointOptions:
+        return EndpointOptions(
+            timeout=self.timeout,
+            concurrency=self.concurrency,
+            max_attempts=self.max_attempts,
+            backoff_base=self.backoff_base,
+            max_tokens_param=self.max_tokens_param,
+        )
 
 
 def llm_settings(prefix: str = "AW_LLM") -> LLMSettings | None:
@@ -31,23 +56,33 @@ def llm_settings(prefix: str = "AW_LLM") -> LLMSettings | None:
     base_url = os.environ.get(f"{prefix}_BASE_URL", "").strip()
     if not base_url:
         return None
+    options = EndpointOptions.from_env(prefix, timeout=60.0)
     return LLMSettings(
         base_url=base_url,
         model=os.environ.get(f"{prefix}_MODEL", "default").strip() or "default",
         api_key=os.environ.get(f"{prefix}_API_KEY", "").strip() or "not-needed",
-        timeout=float(os.environ.get(f"{prefix}_TIMEOUT", "60")),
+        timeout=options.timeout,
+        concurrency=options.concurrency,
+        max_attempts=options.max_attempts,
+        backoff_base=options.backoff_base,
+        max_tokens_param=options.max_tokens_param,
     )
 
 
-def _client(settings: LLMSettings):
-    from openai import OpenAI
+_ENDPOINTS: dict[LLMSettings, ChatEndpoint] = {}
+_ENDPOINTS_LOCK = threading.Lock()
 
-    return OpenAI(
-        base_url=settings.base_url,
-        api_key=settings.api_key,
-        timeout=settings.timeout,
-        max_retries=1,
-    )
+
+def endpoint(settings: LLMSettings) -> ChatEndpoint:
+    """One client per settings, so its concurrency limit holds across callers."""
+    with _ENDPOINTS_LOCK:
+        client = _ENDPOINTS.get(settings)
+        if client is None:
+            client = ChatEndpoint(
+                settings.base_url, settings.model, settings.api_key, settings.options()
+            )
+            _ENDPOINTS[settings] = client
+        return client
 
 
 def chat_completion(
@@ -57,36 +92,25 @@ def chat_completion(
     temperature: float = 0.0,
     max_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """One chat turn; returns the assistant message as a plain dict."""
-    kwargs: dict[str, Any] = {"model": settings.model, "messages": messages}
-    kwargs["temperature"] = temperature
-    if tools:
-        kwargs["tools"] = tools
-    if max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
+    """One chat turn; returns the assistant message as a plain dict.
+
+    ``content`` carries no reasoning (``<think>`` blocks, ``reasoning_content``): that is under
+    ``reasoning``. A model that refuses ``temperature`` gets the request without it.
+    """
     try:
-        response = _client(settings).chat.completions.create(**kwargs)
-    except Exception as exc:  # the SDK raises many kinds; callers need one
-        raise LLMError(f"LLM request to {settings.base_url} failed: {exc}") from exc
-    if not response.choices:
-        raise LLMError("LLM answered with no choices")
-    message = response.choices[0].message
-    tool_calls = [
-        {
-            "id": call.id,
-            "type": "function",
-            "function": {"name": call.function.name, "arguments": call.function.arguments},
-        }
-        for call in (message.tool_calls or [])
-    ]
-    usage = getattr(response, "usage", None)
+        reply = endpoint(settings).create(
+            messages, tools=tools, temperature=temperature, max_tokens=max_tokens
+        )
+    except EndpointError as exc:
+        raise LLMError(f"LLM {exc}") from exc
     return {
         "role": "assistant",
-        "content": message.content or "",
-        "tool_calls": tool_calls,
+        "content": reply.content,
+        "reasoning": reply.reasoning,
+        "tool_calls": reply.tool_calls,
         "usage": {
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
         },
     }
 
@@ -95,7 +119,8 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def parse_json_reply(text: str) -> Any:
-    """Parse JSON from a reply that may wrap it in a markdown fence or prose."""
+    """Parse JSON from a reply that may wrap it in a markdown fence or prose (and reasoning)."""
+    text = strip_reasoning(text)
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for candidate in candidates:
         candidate = candidate.strip()
@@ -117,3 +142,43 @@ def complete_json(settings: LLMSettings, messages: list[dict[str, Any]]) -> Any:
     """Ask for a JSON answer and parse it; raises LLMError when it is not JSON."""
     reply = chat_completion(settings, messages)
     return parse_json_reply(reply["content"])
+
+
+# --- a configured LLM that fails is never silent -----------------------------------------------
+
+_FAILURES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "llm_failures", default=None
+)
+
+
+def report_llm_failure(stage: str, exc: BaseException) -> None:
+    """A configured LLM failed and the caller carries on without it (an offline fallback):
+    log a warning and, inside a job (``collect_llm_failures``), keep it for the job's record."""
+    line = f"{stage}: {exc}"
+    log.warning("LLM failed, carrying on without it in %s", line)
+    collected = _FAILURES.get()
+    if collected is not None:
+        collected.append(line[:600])
+
+
+@contextmanager
+def collect_llm_failures() -> Iterator[list[str]]:
+    """Collect the LLM failures reported in this context (a job's run)."""
+    collected: list[str] = []
+    token = _FAILURES.set(collected)
+    try:
+        yield collected
+    finally:
+        _FAILURES.reset(token)
+
+
+def summarize_llm_failures(lines: list[str], limit: int = 10) -> list[str]:
+    """Distinct failures with their counts, the most frequent first, at most ``limit``."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    summary = [line if n == 1 else f"{line} ({n} times)" for line, n in ranked[:limit]]
+    if len(ranked) > limit:
+        summary.append(f"... and {len(ranked) - limit} more distinct failures")
+    return summary

@@ -158,7 +158,7 @@ def judge_free_text(task: TaskSpec, answer: str, cache: JudgeCache | None = None
     if cached is not None:
         return cached[0], f"LLM judge (cached): {cached[1]}"
     try:
-        from aw_site.llm import LLMError, complete_json, llm_settings
+        from aw_site.llm import LLMError, complete_json, llm_settings, report_llm_failure
     except ImportError:
         return None
     settings = llm_settings()
@@ -184,7 +184,7 @@ def judge_free_text(task: TaskSpec, answer: str, cache: JudgeCache | None = None
     try:
         verdict = complete_json(settings, messages)
     except LLMError as exc:
-        log.warning("LLM judge failed: %s", exc)
+        report_llm_failure("LLM judge (the answer is compared without it)", exc)
         return None
     if not isinstance(verdict, dict) or not isinstance(verdict.get("correct"), bool):
         return None

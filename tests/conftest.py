@@ -73,3 +73,15 @@ def shutting_down():
     WORKER_SHUTTING_DOWN.set()
     yield
     WORKER_SHUTTING_DOWN.clear()
+
+
+@pytest.fixture(autouse=True)
+def fast_endpoint_retries(monkeypatch):
+    """Endpoint clients retry with millisecond backoff in tests, and forget what models refused."""
+    from aw_site.openai_chat import forget_adaptations
+
+    monkeypatch.setenv("AW_LLM_RETRY_BACKOFF", "0.005")
+    monkeypatch.setenv("AW_POLICY_RETRY_BACKOFF", "0.005")
+    forget_adaptations()
+    yield
+    forget_adaptations()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters
 from django.apps import apps
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Prefetch
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -12,6 +13,7 @@ from rest_framework.response import Response
 from environments.models import Environment
 from tasks.privacy import hides_answers, public_reward, request_user
 from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
+from training.service import ensure_env_policy
 
 
 class PolicySerializer(serializers.ModelSerializer):
@@ -25,23 +27,50 @@ class PolicySerializer(serializers.ModelSerializer):
             "base_url",
             "model_name",
             "checkpoint_path",
+            "serves_checkpoint",
             "parent",
             "description",
             "created_at",
         ]
         read_only_fields = ["version", "checkpoint_path", "parent", "created_at"]
+        # The version is the next free one (create()); a second policy of a name is its next
+        # version, not a uniqueness error.
+        validators: list = []
+
+    def validate_serves_checkpoint(self, value: str) -> str:
+        value = value.strip()
+        if any(ch.isspace() for ch in value):
+            raise serializers.ValidationError(
+                "a Hugging Face hub id (org/name) or a local directory, without spaces"
+            )
+        return value
 
     def validate(self, attrs):
-        if attrs.get("kind") == Policy.Kind.OPENAI and not attrs.get("base_url"):
-            raise serializers.ValidationError(
-                {"base_url": "an OpenAI-compatible policy needs a base_url"}
-            )
-        return attrs
+        return validate_policy_fields(attrs)
 
     def create(self, validated_data):
-        latest = Policy.objects.filter(name=validated_data["name"]).order_by("-version").first()
-        validated_data["version"] = (latest.version + 1) if latest else 1
-        return super().create(validated_data)
+        for _attempt in range(3):  # two registrations of one name may race for the version
+            latest = Policy.objects.filter(name=validated_data["name"]).order_by("-version").first()
+            validated_data["version"] = (latest.version + 1) if latest else 1
+            try:
+                with transaction.atomic():
+                    return super().create(dict(validated_data))
+            except IntegrityError:
+                continue
+        raise serializers.ValidationError({"name": "could not allocate a version; try again"})
+
+
+def validate_policy_fields(attrs: dict) -> dict:
+    """The rules a new policy follows, from the API and the console form alike."""
+    if attrs.get("kind") == Policy.Kind.OPENAI and not attrs.get("base_url"):
+        raise serializers.ValidationError(
+            {"base_url": "an OpenAI-compatible policy needs a base_url"}
+        )
+    if attrs.get("serves_checkpoint") and attrs.get("kind") != Policy.Kind.OPENAI:
+        raise serializers.ValidationError(
+            {"serves_checkpoint": "only an endpoint (openai) policy serves a checkpoint"}
+        )
+    return attrs
 
 
 class TrainingMetricSerializer(serializers.ModelSerializer):
@@ -161,11 +190,17 @@ class TrajectoryDetailSerializer(TrajectorySerializer):
 
 
 class PolicyViewSet(viewsets.ModelViewSet):
+    """Policies; the endpoint policy of the AW_POLICY_* variables is registered on listing."""
+
     queryset = Policy.objects.all()
     serializer_class = PolicySerializer
     filterset_fields = ["name", "kind"]
     search_fields = ["name", "model_name", "description"]
     http_method_names = ["get", "post", "head", "options"]
+
+    def list(self, request, *args, **kwargs):
+        ensure_env_policy()
+        return super().list(request, *args, **kwargs)
 
 
 class TrainingRunViewSet(viewsets.ModelViewSet):

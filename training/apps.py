@@ -1,6 +1,12 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class TrainingConfig(AppConfig):
     name = "training"
     verbose_name = "Training"
+
+    def ready(self) -> None:
+        from training import signals
+
+        post_migrate.connect(signals.after_migrate, sender=self)

@@ -24,6 +24,12 @@ class Policy(models.Model):
     )
     model_name = models.CharField(max_length=200, blank=True)
     checkpoint_path = models.CharField(max_length=500, blank=True)
+    serves_checkpoint = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="For endpoint policies: the Hugging Face checkpoint the endpoint serves (a hub "
+        "id or a local directory); training the policy trains this checkpoint",
+    )
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )

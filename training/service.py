@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from environments.models import Environment
 from tasks.models import Task
@@ -25,8 +28,13 @@ from training.models import (
     TrainingTask,
     Trajectory,
 )
+from training.policies.base import PolicyError
 
 Progress = Callable[[float, str], None]
+log = logging.getLogger(__name__)
+ENV_POLICY_DESCRIPTION = (
+    "Endpoint policy registered from AW_POLICY_BASE_URL / AW_POLICY_MODEL / AW_POLICY_CHECKPOINT"
+)
 
 
 def _quiet(fraction: float, message: str = "") -> None:
@@ -50,11 +58,12 @@ def policy_client(policy: Policy, tasks: Sequence[Any] = ()) -> Any:
             api_key=os.environ.get("AW_POLICY_API_KEY", "") or "not-needed",
         )
     if policy.kind == Policy.Kind.LOCAL_HF:
-        from training.policies import LocalHFPolicy
+        from training.policies.local_hf import cached_policy
 
         if not policy.checkpoint_path or not Path(policy.checkpoint_path).is_dir():
             raise ValueError(f"{policy} has no checkpoint directory at {policy.checkpoint_path!r}")
-        return LocalHFPolicy.from_pretrained(policy.checkpoint_path, max_new_tokens=128)
+        # One loaded model per checkpoint in this process: a job evaluating in chunks loads once.
+        return cached_policy(policy.checkpoint_path, max_new_tokens=128)
     from training.rollout import GoldChainPolicy
 
     return GoldChainPolicy(tasks)
@@ -68,6 +77,67 @@ def next_policy_version(name: str) -> int:
         .first()
     )
     return (latest or 0) + 1
+
+
+def env_policy_fields() -> dict[str, str] | None:
+    """The endpoint policy the AW_POLICY_* variables describe, or None when none is set.
+
+    ``AW_POLICY_NAME`` names it (default: the model's last path part, slugified).
+    """
+    base_url = os.environ.get("AW_POLICY_BASE_URL", "").strip()
+    if not base_url:
+        return None
+    model = os.environ.get("AW_POLICY_MODEL", "").strip()
+    name = os.environ.get("AW_POLICY_NAME", "").strip() or model.rstrip("/").split("/")[-1]
+    return {
+        "name": slugify(name)[:120] or "endpoint",
+        "base_url": base_url,
+        "model_name": model,
+        "serves_checkpoint": os.environ.get("AW_POLICY_CHECKPOINT", "").strip(),
+    }
+
+
+def ensure_env_policy() -> Policy | None:
+    """Register the endpoint policy of the AW_POLICY_* variables (idempotent).
+
+    The newest endpoint version of that name is reused while it matches the variables; when they
+    change (another model, URL or served checkpoint) a new version is registered. Called when
+    the embedded run and Celery workers start, after migrations, and by the policy lists.
+    """
+    fields = env_policy_fields()
+    if fields is None:
+        return None
+
+    def matching() -> Policy | None:
+        latest = (
+            Policy.objects.filter(name=fields["name"], kind=Policy.Kind.OPENAI)
+            .order_by("-version")
+            .first()
+        )
+        if latest is not None and all(getattr(latest, k) == v for k, v in fields.items()):
+            return latest
+        return None
+
+    existing = matching()
+    if existing is not None:
+        return existing
+    for _ in range(3):  # two processes starting at once may race for the version number
+        try:
+            with transaction.atomic():
+                policy = Policy.objects.create(
+                    kind=Policy.Kind.OPENAI,
+                    version=next_policy_version(fields["name"]),
+                    description=ENV_POLICY_DESCRIPTION,
+                    **fields,
+                )
+        except IntegrityError:
+            existing = matching()
+            if existing is not None:
+                return existing
+            continue
+        log.info("registered endpoint policy %s from AW_POLICY_*", policy)
+        return policy
+    raise RuntimeError(f"could not register the endpoint policy {fields['name']!r}")
 
 
 def ensure_tiny_policy(name: str = "tiny-qwen2") -> Policy:
@@ -144,14 +214,43 @@ def record_trajectory(
     return row
 
 
+# A request too long for the model's context fails that episode only, not the policy.
+_EPISODE_SPECIFIC = re.compile(
+    r"context length|context window|maximum context|max_model_len|too many tokens|"
+    r"prompt is too long|input is too long",
+    re.IGNORECASE,
+)
+
+
+def policy_failure(policy: Policy, trajectories: Sequence[Any]) -> str | None:
+    """Why the policy itself failed (endpoint down, auth, generation broken), or None.
+
+    Episodes that ended in a policy error because their own conversation outgrew the model's
+    context stay failed episodes; any other policy error fails the evaluation with its message.
+    """
+    errors = [
+        (t.steps[-1].error if t.steps else "") or "policy error"
+        for t in trajectories
+        if t.finished_reason == "policy_error"
+    ]
+    fatal = [e for e in errors if not _EPISODE_SPECIFIC.search(e)]
+    if not fatal:
+        return None
+    return f"{policy} failed in {len(errors)} of {len(trajectories)} episodes: {fatal[0]}"
+
+
 def evaluate_tasks(
     policy: Policy,
     tasks: Sequence[Task],
     pool: Any,
-    concurrency: int = 4,
+    concurrency: int = 8,
     step_budget: int = 40,
 ) -> list[tuple[Task, Any]]:
-    """Run the policy on each task in a fresh episode and score it with the shared reward."""
+    """Run the policy on each task in a fresh episode and score it with the shared reward.
+
+    Raises PolicyError with the endpoint's (or generator's) message when the policy failed,
+    rather than scoring its failures as the agent's.
+    """
     from environments.package import load_package
     from training.rollout import rollout_many
     from training.rollout.agent_loop import RolloutSettings
@@ -170,6 +269,9 @@ def evaluate_tasks(
         pool=pool,
         settings=RolloutSettings(step_budget=step_budget),
     )
+    failure = policy_failure(policy, trajectories)
+    if failure:
+        raise PolicyError(failure)
     score_trajectories(specs, trajectories)
     return list(zip(tasks, trajectories, strict=True))
 
@@ -219,18 +321,50 @@ def start_training_run(
     return run
 
 
-def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
-    """SFT warm-up on gold trajectories then GRPO; metrics and checkpoints go to the database."""
+def trainable_checkpoint(policy: Policy) -> str:
+    """The weights training a policy starts from: a local policy's checkpoint directory, or
+    the checkpoint an endpoint policy serves (a Hugging Face hub id or a local directory)."""
+    if policy.kind == Policy.Kind.LOCAL_HF:
+        return policy.checkpoint_path
+    if policy.kind == Policy.Kind.OPENAI:
+        served = policy.serves_checkpoint.strip()
+        if not served:
+            raise ValueError(
+                f"{policy} is an endpoint policy ({policy.base_url}) that names no checkpoint it "
+                "serves, so there are no weights to train: set its serves_checkpoint to the "
+                "Hugging Face hub id or local directory the endpoint serves (AW_POLICY_CHECKPOINT "
+                "for the policy registered from AW_POLICY_*)"
+            )
+        if served.startswith(("/", "./", "../", "~")) and not Path(served).expanduser().is_dir():
+            raise ValueError(
+                f"{policy} serves the checkpoint {served!r}, which is not a directory here"
+            )
+        return str(Path(served).expanduser()) if served.startswith("~") else served
+    raise ValueError(
+        f"{policy} is a {policy.get_kind_display()} policy; only local Hugging Face policies and "
+        "endpoint policies that name the checkpoint they serve have weights to train"
+    )
+
+
+def train(
+    run: TrainingRun, progress: Progress = _quiet, trainer: Callable[..., Any] | None = None
+) -> TrainingRun:
+    """SFT warm-up on gold trajectories then GRPO; metrics and checkpoints go to the database.
+
+    An endpoint policy trains the checkpoint it serves; the result is a new local version of
+    the policy (serve it through the endpoint again, or evaluate it locally). ``trainer``
+    stands in for ``training.grpo.trainer.run_training`` (tests).
+    """
+    base = run.base_policy
+    model_path = trainable_checkpoint(base)  # before the heavy imports: a bad base fails fast
+
     import torch
 
-    from training.grpo.trainer import run_training
-
-    base = run.base_policy
-    if base.kind != Policy.Kind.LOCAL_HF:
-        raise ValueError(
-            f"{base} is a {base.get_kind_display()} policy; only local Hugging Face policies have weights to train"
-        )
+    from training.policies.local_hf import release_cached_policies
     from training.run_options import RunOptions
+
+    if trainer is None:
+        from training.grpo.trainer import run_training as trainer
 
     options = RunOptions.model_validate(run.config or {})
     listed = [link.task for link in run.task_links.select_related("task__environment")]
@@ -250,7 +384,7 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
     output_dir = Path(settings.STORAGE_ROOT) / "training" / f"run-{run.pk}"
     config = options.training_config(
         packages=packages,
-        model_path=base.checkpoint_path,
+        model_path=model_path or None,
         output_dir=str(output_dir),
         use_cpu=not torch.cuda.is_available(),
     )
@@ -278,8 +412,13 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
             )
 
     checkpoints: list[str] = []
-    progress(0.02, f"training on {len(tasks)} tasks from {len(packages)} environments")
-    result = run_training(
+    release_cached_policies()  # evaluation models leave their memory to the trainer
+    progress(
+        0.02,
+        f"training {model_path or 'a new tiny model'} on {len(tasks)} tasks "
+        f"from {len(packages)} environments",
+    )
+    result = trainer(
         config,
         tasks=[spec_from_task(t) for t in tasks],
         on_metrics=on_metrics,
@@ -294,7 +433,7 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
             checkpoint_path=result.final_checkpoint,
             model_name=base.model_name,
             parent=base,
-            description=f"Trained by training run {run.pk}",
+            description=trained_description(base, run),
         )
         for index, path in enumerate(checkpoints):
             Checkpoint.objects.create(policy=output, run=run, step=index, path=path)
@@ -314,6 +453,16 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         run.finished_at = timezone.now()
         run.save(update_fields=["output_policy", "status", "summary", "finished_at"])
     return run
+
+
+def trained_description(base: Policy, run: TrainingRun) -> str:
+    if base.kind == Policy.Kind.OPENAI:
+        return (
+            f"Trained by training run {run.pk} from endpoint policy {base} ({base.base_url}, "
+            f"checkpoint {base.serves_checkpoint}); serve this checkpoint through the endpoint "
+            "again, or evaluate it as a local policy"
+        )
+    return f"Trained by training run {run.pk}"
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,10 +1,11 @@
-"""Console: trajectories (find failures, replay them step by step) and training runs."""
+"""Console: trajectories (find failures, replay them step by step), training runs, policies."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
 from aw_site.roles import REVIEWER, role_required
-from aw_site.views import console_page, page_of
+from aw_site.views import console_action, console_page, page_of
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
@@ -360,3 +361,43 @@ def training_run_new(request):
             return redirect("training-run-detail", pk=run.pk)
     context = _new_run_context(values, errors)
     return render(request, "training/run_new.html", context, status=400)
+
+
+POLICY_FORM_FIELDS = ("name", "base_url", "model_name", "serves_checkpoint", "description")
+
+
+def _policy_list_context(values: dict[str, str] | None = None, errors: Any = None):
+    from training.service import ensure_env_policy
+
+    env_policy = ensure_env_policy()
+    return {
+        "policies": Policy.objects.select_related("parent").order_by("name", "-version")[:300],
+        "env_policy": env_policy,
+        "values": values or {},
+        "errors": errors or {},
+    }
+
+
+@console_page
+def policy_list(request):
+    """Every policy and version; reviewers register endpoint policies here."""
+    return render(request, "training/policy_list.html", _policy_list_context())
+
+
+@console_action(REVIEWER)
+def policy_create(request):
+    """Register an endpoint policy (a new version when the name exists), as POST /api/policies/."""
+    from training.api import PolicySerializer
+
+    values = {k: request.POST.get(k, "").strip() for k in POLICY_FORM_FIELDS}
+    serializer = PolicySerializer(data={**values, "kind": Policy.Kind.OPENAI})
+    if not serializer.is_valid():
+        errors = {
+            field: " ".join(str(m) for m in problems)
+            for field, problems in serializer.errors.items()
+        }
+        context = _policy_list_context(values, errors)
+        return render(request, "training/policy_list.html", context, status=400)
+    policy = serializer.save()
+    messages.success(request, f"Registered the endpoint policy {policy}.")
+    return redirect("policy-list")

@@ -63,7 +63,7 @@ def classify_offline(theme: dict) -> Classification:
 
 def classify_with_llm(theme: dict, settings) -> Classification:
     """Ask the LLM to choose; fall back to keywords when it fails or answers off-taxonomy."""
-    from aw_site.llm import LLMError, complete_json
+    from aw_site.llm import LLMError, complete_json, report_llm_failure
 
     options = {p.name: [s.name for s in p.secondaries] for p in TAXONOMY}
     messages = [
@@ -84,7 +84,10 @@ def classify_with_llm(theme: dict, settings) -> Classification:
     ]
     try:
         answer = complete_json(settings, messages)
-    except LLMError:
+    except LLMError as exc:
+        report_llm_failure(
+            f"theme classification of {theme.get('name') or theme.get('title')}", exc
+        )
         return classify_offline(theme)
     if not isinstance(answer, dict) or not is_valid(
         answer.get("primary", ""), answer.get("secondary", "")

@@ -642,7 +642,7 @@ def llm_instruction(
     The rewrite is accepted only if it keeps every given value verbatim, names no tool and,
     at the goal tiers, numbers no steps.
     """
-    from aw_site.llm import LLMError, complete_json
+    from aw_site.llm import LLMError, complete_json, report_llm_failure
 
     chain = [{"tool": s["tool"], "arguments": s["arguments"]} for s in steps]
     user = f"Request:\n{template_text}"
@@ -655,7 +655,7 @@ def llm_instruction(
     try:
         reply = complete_json(settings, messages)
     except LLMError as exc:
-        log.warning("instruction LLM failed, using the template: %s", exc)
+        report_llm_failure("task instruction (the template is used)", exc)
         return None
     text = reply.get("instruction") if isinstance(reply, dict) else None
     if not isinstance(text, str) or not text.strip():

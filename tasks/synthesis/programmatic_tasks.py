@@ -274,7 +274,7 @@ class ProgrammaticTaskSynthesizer:
 
     def llm_task(self, rng: random.Random, seed: int) -> ProgramCheck:
         """Ask the LLM for an instruction, a solution and a verification script."""
-        from aw_site.llm import LLMError, complete_json
+        from aw_site.llm import LLMError, complete_json, report_llm_failure
 
         tables = {
             name: {"columns": list(info.columns), "example": (self.view.rows(name) or [None])[0]}
@@ -303,6 +303,7 @@ class ProgrammaticTaskSynthesizer:
         try:
             reply = complete_json(self.llm, messages)
         except LLMError as exc:
+            report_llm_failure("programmatic task synthesis", exc)
             return ProgramCheck(None, f"llm failed: {exc}")
         if not isinstance(reply, dict) or not all(
             isinstance(reply.get(k), str) for k in ("instruction", "solution", "verification")

@@ -21,7 +21,9 @@ class PolicyTurn:
     """One assistant turn: free text plus the tool calls it asked for.
 
     ``format_error`` is set when the turn tried to call a tool but the call could not be
-    parsed (bad JSON, no name, unclosed block); the rollout records it as a step.
+    parsed (bad JSON, no name, unclosed block), or when it ran out while reasoning; the rollout
+    records it as a step. ``reasoning`` is the model's reasoning text (``<think>`` blocks,
+    ``reasoning_content``), kept off ``content`` and ``raw_text``.
     """
 
     content: str
@@ -30,6 +32,7 @@ class PolicyTurn:
     tokens_in: int = 0
     tokens_out: int = 0
     format_error: str | None = None
+    reasoning: str = ""
 
     @property
     def is_final_answer(self) -> bool:

@@ -2,7 +2,8 @@
 
 A local model emits its tool calls as text; this module turns that text into structured calls
 and says precisely what was wrong when it cannot, so a malformed call becomes a recorded
-``format_error`` step instead of a crash.
+``format_error`` step instead of a crash. Reasoning (``<think>...</think>``, also a block the chat
+template opened in the prompt) is taken out first: a call planned while thinking is not a call.
 """
 
 from __future__ import annotations
@@ -12,10 +13,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from aw_site.openai_chat import split_reasoning
+
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _END_MARKERS = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>")
+REASONING_CUT_OFF = (
+    "the reply ran out while reasoning (<think> never closed): no answer or tool call"
+)
 
 
 @dataclass
@@ -38,10 +44,14 @@ class ParsedAssistantText:
 
     content: str
     tool_calls: list[ParsedToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    error: str | None = None  # wrong as a whole (cut off while reasoning), not one call
 
     @property
     def format_error(self) -> str | None:
         """The first tool-call error, or None when every call is well formed."""
+        if self.error:
+            return self.error
         for call in self.tool_calls:
             if call.error:
                 return call.error
@@ -103,16 +113,20 @@ def parse_assistant_text(text: str) -> ParsedAssistantText:
     """Split generated assistant text into content and ``<tool_call>`` blocks.
 
     An opened but unclosed block (generation cut off) still counts as a call attempt, so it is
-    reported as malformed rather than silently taken for a final answer.
+    reported as malformed rather than silently taken for a final answer. Reasoning is taken out
+    first and kept apart; a reply cut off while reasoning, with nothing after it, is malformed.
     """
-    text = strip_end_markers(text)
+    split = split_reasoning(strip_end_markers(text))
+    text, reasoning = split.content, split.reasoning
     blocks = list(_BLOCK.finditer(text))
     if not blocks:
         stray_close = TOOL_CALL_CLOSE in text
         if stray_close:
             call = ParsedToolCall(None, None, text, "tool call closed without <tool_call>")
-            return ParsedAssistantText(text.replace(TOOL_CALL_CLOSE, "").strip(), [call])
-        return ParsedAssistantText(text.strip())
+            content = text.replace(TOOL_CALL_CLOSE, "").strip()
+            return ParsedAssistantText(content, [call], reasoning)
+        error = REASONING_CUT_OFF if split.unterminated and not text.strip() else None
+        return ParsedAssistantText(text.strip(), reasoning=reasoning, error=error)
     content = (text[: blocks[0].start()] + text[blocks[-1].end() :]).strip()
     calls = []
     for match in blocks:
@@ -121,7 +135,7 @@ def parse_assistant_text(text: str) -> ParsedAssistantText:
             calls.append(ParsedToolCall(None, None, raw, "tool call is not closed (</tool_call>)"))
         else:
             calls.append(parse_tool_call_json(raw))
-    return ParsedAssistantText(content, calls)
+    return ParsedAssistantText(content, calls, reasoning)
 
 
 def render_tool_call(name: str, arguments: dict[str, Any]) -> str:

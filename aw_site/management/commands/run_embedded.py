@@ -1,7 +1,9 @@
 """The main job on the embedded default: catalogue, tasks, two evolution rounds, then the console.
 
 Everything runs in this process (SQLite, in-process job worker, LLM-free paths, tiny local
-policy), through the same jobs a production deployment hands to Celery.
+policy), through the same jobs a production deployment hands to Celery. With AW_POLICY_BASE_URL
+set, the rounds evaluate that endpoint policy instead (registered here), and train the
+checkpoint it serves (AW_POLICY_CHECKPOINT) when it names one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from arena.models import EvolutionRound
-from arena.rounds import start_round
+from arena.rounds import default_policy, start_round
 from aw_site.jobs import enqueue, recover_in_process_jobs
 from aw_site.models import Job
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
@@ -25,7 +27,8 @@ from environments.build.request import builtin_names
 from environments.models import Environment
 from tasks.models import Task
 from tasks.service import synthesize_tasks
-from training.service import ensure_tiny_policy
+from training.models import Policy
+from training.service import ensure_env_policy, ensure_tiny_policy
 
 # Small enough for two cores: a few SFT epochs on gold trajectories, then two GRPO steps.
 EMBEDDED_TRAINING = {
@@ -67,6 +70,15 @@ class Command(BaseCommand):
                 "run_embedded is the embedded default: unset CELERY_BROKER_URL, or use the Celery workers"
             )
         self.create_demo_users()
+        self.env_policy = ensure_env_policy()
+        if self.env_policy is not None:
+            served = (
+                self.env_policy.serves_checkpoint or "no checkpoint named (AW_POLICY_CHECKPOINT)"
+            )
+            self.stdout.write(
+                f"endpoint policy {self.env_policy} from AW_POLICY_*: {self.env_policy.base_url} "
+                f"model {self.env_policy.model_name or 'default'}, serves {served}"
+            )
         with transaction.atomic():
             recovered = recover_in_process_jobs()
         if recovered:
@@ -162,12 +174,29 @@ class Command(BaseCommand):
             self.follow_round(evolution_round)
 
     def run_round(self) -> None:
-        ensure_tiny_policy()
+        if self.env_policy is None:
+            ensure_tiny_policy()
+        policy = default_policy()
+        train = True
+        if (
+            policy is not None
+            and policy.kind == Policy.Kind.OPENAI
+            and not policy.serves_checkpoint
+        ):
+            # Nothing to train: evaluate, diagnose and expand only (the API would fail the train
+            # step with the same reason).
+            train = False
+            self.stdout.write(
+                f"{policy} names no checkpoint it serves (AW_POLICY_CHECKPOINT): this round "
+                "evaluates, diagnoses and expands without training"
+            )
         with transaction.atomic():
             evolution_round = start_round(
+                policy=policy,
                 auto_approve=True,
                 environments_per_category=2,
                 tasks_per_environment=3,
+                train=train,
                 training=EMBEDDED_TRAINING,
             )
         self.stdout.write(f"round {evolution_round.number}: started with {evolution_round.policy}")
