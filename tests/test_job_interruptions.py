@@ -76,11 +76,20 @@ def test_an_interrupted_expansion_keeps_its_proposal_approved(monkeypatch):
 def test_a_failing_expansion_is_recorded_and_the_others_still_apply(monkeypatch):
     evolution_round, ctx = running_round(round_machine.EXPANDING)
     proposal = make_proposal(evolution_round, status=ExpansionProposal.Status.APPROVED)
-    monkeypatch.setattr(steps, "apply_proposal", raising(ValueError("no unbuilt data source")))
-    assert steps.expand(evolution_round, ctx) == {"applied": 0, "failed": 1}
+    other = make_proposal(evolution_round, status=ExpansionProposal.Status.APPROVED)
+
+    def apply(target, ctx):
+        if target.pk == proposal.pk:
+            raise ValueError("no unbuilt data source")
+        return {"tasks": [], "tasks_created": 0}
+
+    monkeypatch.setattr(steps, "apply_proposal", apply)
+    assert steps.expand(evolution_round, ctx) == {"applied": 1, "failed": 1}
     proposal.refresh_from_db()
+    other.refresh_from_db()
     assert proposal.status == ExpansionProposal.Status.FAILED
     assert "no unbuilt data source" in proposal.result["error"]
+    assert other.status == ExpansionProposal.Status.APPLIED
 
 
 @pytest.mark.parametrize(
