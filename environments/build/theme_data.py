@@ -42,8 +42,22 @@ _SENTENCE = (
     "checked updated reviewed prefers likes visited noted scheduled reported shared the a "
     "weekly monthly project meeting budget garden library kitchen travel notes plan draft"
 ).split()
-_TEXT_NAMES = ("description", "content", "message", "text", "body", "note", "notes", "summary",
-               "comment", "observation", "observations", "contents", "bio", "details")
+_TEXT_NAMES = (
+    "description",
+    "content",
+    "message",
+    "text",
+    "body",
+    "note",
+    "notes",
+    "summary",
+    "comment",
+    "observation",
+    "observations",
+    "contents",
+    "bio",
+    "details",
+)
 _NAME_NAMES = ("name", "title", "label", "username", "nickname")
 
 
@@ -132,7 +146,11 @@ class Generator:
             return spec.enum[index % len(spec.enum)]
         kind = spec.type
         if kind == "integer":
-            low = int(spec.minimum) if spec.minimum is not None else (1 if "quant" in name or "count" in name else 0)
+            low = (
+                int(spec.minimum)
+                if spec.minimum is not None
+                else (1 if "quant" in name or "count" in name else 0)
+            )
             high = int(spec.maximum) if spec.maximum is not None else max(low + 10, 100)
             return rng.randint(low, high)
         if kind == "number":
@@ -154,7 +172,10 @@ class Generator:
                 return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))]
             count = 1 + rng.randrange(3)
             if spec.enum:
-                return sorted({spec.enum[(index + k) % len(spec.enum)] for k in range(count)}, key=spec.enum.index)
+                return sorted(
+                    {spec.enum[(index + k) % len(spec.enum)] for k in range(count)},
+                    key=spec.enum.index,
+                )
             if spec.items in ("integer", "number"):
                 return [rng.randint(1, 100) for _ in range(count)]
             return [self.text(rng, name, index, k) for k in range(count)]
@@ -179,10 +200,10 @@ class Generator:
         if fmt in ("uri", "url") or name.endswith(("url", "uri")):
             return f"https://example.org/{entity.table}/{index + 1}"
         if fmt == "uuid" or name == "uuid":
-            return "%08x-%04x-4%03x-a%03x-%012x" % (
-                rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48)
-            )
-        if name in ("sha", "revision", "hash", "commit", "commit_sha") or name.endswith(("_sha", "_hash")):
+            return f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+        if name in ("sha", "revision", "hash", "commit", "commit_sha") or name.endswith(
+            ("_sha", "_hash")
+        ):
             return hashlib.sha1(f"{self.seed}/{entity.name}/{index}".encode()).hexdigest()
         if name == "path" or name.endswith("_path"):
             return self.path(entity, index, noun)
@@ -195,7 +216,8 @@ class Generator:
         if name in ("last_name", "lastname", "surname", "family_name"):
             return _SURNAMES[index % len(_SURNAMES)]
         if any(t in name for t in ("person", "author", "owner", "member", "customer")) or (
-            name in ("name", "full_name") and entity.name in ("person", "user", "member", "customer", "author")
+            name in ("name", "full_name")
+            and entity.name in ("person", "user", "member", "customer", "author")
         ):
             return f"{_GIVEN[index % len(_GIVEN)]} {_SURNAMES[(index * 3) % len(_SURNAMES)]}"
         if name.split("_")[-1] in _TEXT_NAMES:
@@ -211,7 +233,11 @@ class Generator:
     def path(self, entity: EntitySpec, index: int, noun: str) -> str:
         is_dir = any(w in entity.name for w in ("dir", "folder", "repo", "project"))
         if is_dir:
-            return f"/workspace/{noun}" if index < 4 else f"/workspace/{_NOUNS[index % 4 * 11 % len(_NOUNS)]}/{noun}-{index}"
+            return (
+                f"/workspace/{noun}"
+                if index < 4
+                else f"/workspace/{_NOUNS[index % 4 * 11 % len(_NOUNS)]}/{noun}-{index}"
+            )
         folder = _NOUNS[(index % 4) * 11 % len(_NOUNS)]
         return f"/workspace/{folder}/{noun}-{index + 1}.txt"
 
@@ -271,7 +297,9 @@ def build_theme_database(
                 refs[entity.name + ":rows"] = [
                     {k: v for k, v in row.items() if not entity.fields[k].hidden} for row in written
                 ]
-                generated = [n for n, f in entity.fields.items() if n not in mapping and not f.hidden]
+                generated = [
+                    n for n, f in entity.fields.items() if n not in mapping and not f.hidden
+                ]
                 if source is not None:
                     candidate = source[0]
                     matched[entity.table] = f"{candidate.label}: {candidate.table}"
@@ -315,7 +343,11 @@ def build_theme_database(
         "db_path": str(target),
         "provenance": provenance,
         "synthetic_tables": sorted(
-            {p["table"] for p in provenance if p["kind"] == SYNTHETIC and "rows generated" in p["detail"]}
+            {
+                p["table"]
+                for p in provenance
+                if p["kind"] == SYNTHETIC and "rows generated" in p["detail"]
+            }
         ),
         "matched": matched,
     }
@@ -343,7 +375,9 @@ def _fill(
             elif source is not None and name in mapping:
                 value = _coerce(source.get(mapping[name]), spec)
             if value is None and not (spec.ref and not spec.required and index % 4 == 3):
-                value = generator.value(entity, spec, index, refs | {entity.name: [r[entity.key] for r in written]})
+                value = generator.value(
+                    entity, spec, index, refs | {entity.name: [r[entity.key] for r in written]}
+                )
             row[name] = value
         key = row[entity.key]
         if key is None or key in seen_keys:

@@ -45,7 +45,18 @@ VERBS = {
     "get": {"get", "read", "show", "open", "retrieve", "describe", "view", "fetch", "load"},
     "list": {"list", "search", "find", "query", "browse", "filter", "lookup", "display"},
     "create": {"create", "add", "new", "insert", "register", "write", "post", "make", "place"},
-    "update": {"update", "edit", "modify", "set", "change", "patch", "rename", "replace", "put", "move"},
+    "update": {
+        "update",
+        "edit",
+        "modify",
+        "set",
+        "change",
+        "patch",
+        "rename",
+        "replace",
+        "put",
+        "move",
+    },
     "delete": {"delete", "remove", "drop", "destroy", "purge", "erase", "del"},
 }
 DESCRIPTION_VERBS = {
@@ -137,9 +148,24 @@ PAGING = {
     "start": "offset",
 }
 MODIFIERS = {
-    "dryrun", "dry_run", "preview", "verbose", "force", "sortby", "sort_by", "order", "order_by",
-    "orderby", "ascending", "descending", "format", "encoding", "pretty", "context_lines",
-    "contextlines", "depth",
+    "dryrun",
+    "dry_run",
+    "preview",
+    "verbose",
+    "force",
+    "sortby",
+    "sort_by",
+    "order",
+    "order_by",
+    "orderby",
+    "ascending",
+    "descending",
+    "format",
+    "encoding",
+    "pretty",
+    "context_lines",
+    "contextlines",
+    "depth",
 }
 QUERY_NAMES = {"query", "q", "search", "keyword", "keywords", "text", "term"}
 GLOB_NAMES = {"pattern", "glob"}
@@ -223,7 +249,9 @@ class EntitySpec:
 
     def state_field(self) -> FieldSpec | None:
         for spec in self.fields.values():
-            if spec.enum and (spec.name.lower() in STATE_NAMES or snake(spec.name).endswith(STATE_NAMES)):
+            if spec.enum and (
+                spec.name.lower() in STATE_NAMES or snake(spec.name).endswith(STATE_NAMES)
+            ):
                 return spec
         return None
 
@@ -437,7 +465,11 @@ def deref(schema: Any, doc: dict | None, depth: int = 8) -> Any:
             return {"type": "object"}
         target: Any = doc
         for part in schema["$ref"][2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+            target = (
+                target.get(part.replace("~1", "/").replace("~0", "~"), {})
+                if isinstance(target, dict)
+                else {}
+            )
         merged = {**copy.deepcopy(target), **{k: v for k, v in schema.items() if k != "$ref"}}
         return deref(merged, doc, depth - 1)
     return {k: deref(v, doc, depth) for k, v in schema.items()}
@@ -597,7 +629,11 @@ class _ToolReader:
     def refers_to(self, param: str, schema: dict, entity: str) -> bool:
         tokens = words(param)
         ent = words(entity)
-        if len(tokens) > len(ent) and tokens[: len(ent)] == ent and tokens[-1] in ("name", "id", "key", "path", "code"):
+        if (
+            len(tokens) > len(ent)
+            and tokens[: len(ent)] == ent
+            and tokens[-1] in ("name", "id", "key", "path", "code")
+        ):
             return True
         text = str((schema or {}).get("description", "")).lower()
         return bool(re.search(rf"\b(name|id|key) of the {re.escape(' '.join(ent))}\b", text))
@@ -682,7 +718,8 @@ class _ToolReader:
             if verb == "show":
                 spec = self.model.entities.get(entity)
                 keyed = spec is not None and any(
-                    self.key_like(p, spec) for p in (tool.get("parameters") or {}).get("properties") or {}
+                    self.key_like(p, spec)
+                    for p in (tool.get("parameters") or {}).get("properties") or {}
                     if not self.reference(p, {}, spec.name)
                 )
                 verb = "get" if keyed else "list"
@@ -701,9 +738,15 @@ class _ToolReader:
             entity = self.description_entity(tool)
         if verb == "get" and self.plural_noun(noun, tool):
             verb = "list"
-        if verb == "get" and re.search(r"\b(tree|recursive)\b", " ".join(noun) + " " + plan.description, re.I):
+        if verb == "get" and re.search(
+            r"\b(tree|recursive)\b", " ".join(noun) + " " + plan.description, re.I
+        ):
             verb = "list"
-        if http.get("method") == "GET" and verb == "get" and not re.search(r"\{[^}]+\}$", http.get("path", "")):
+        if (
+            http.get("method") == "GET"
+            and verb == "get"
+            and not re.search(r"\{[^}]+\}$", http.get("path", ""))
+        ):
             verb = "list"
         if annotations.get("readOnlyHint") and verb not in ("get", "list"):
             return plan.reject(
@@ -714,7 +757,13 @@ class _ToolReader:
             entity = out_entity
         if not entity and noun and verb in ("create", "update", "delete"):
             entity = self.new_noun_entity(noun)
-        if not entity and noun and verb in ("get", "list") and not from_description and self.scalar_params(tool):
+        if (
+            not entity
+            and noun
+            and verb in ("get", "list")
+            and not from_description
+            and self.scalar_params(tool)
+        ):
             entity = self.new_noun_entity(noun)
         if not entity:
             return plan.reject(
@@ -730,11 +779,17 @@ class _ToolReader:
         plan.kind = "read" if verb in ("get", "list") else "write"
         if verb == "create" and re.search(r"\boverwrit", plan.description, re.I):
             plan.options["upsert"] = True
-        if verb == "create" and re.search(r"already exists.{0,60}(succeed|silently)", plan.description, re.I):
+        if verb == "create" and re.search(
+            r"already exists.{0,60}(succeed|silently)", plan.description, re.I
+        ):
             plan.options["idempotent"] = True
-        if verb == "delete" and re.search(r"\band (its|their) (associated|related)", plan.description, re.I):
+        if verb == "delete" and re.search(
+            r"\band (its|their) (associated|related)", plan.description, re.I
+        ):
             plan.options["cascade"] = True
-        if verb == "list" and re.search(r"\b(tree|recursive|recursively)\b", plan.name + " " + plan.description, re.I):
+        if verb == "list" and re.search(
+            r"\b(tree|recursive|recursively)\b", plan.name + " " + plan.description, re.I
+        ):
             plan.options["recursive"] = True
         self.collect_fields(plan, tool)
         return plan
@@ -783,7 +838,9 @@ class _ToolReader:
     def output_entity(self, tool: dict) -> str:
         out = tool.get("outputSchema") or {}
         for prop, sub in (out.get("properties") or {}).items():
-            if (sub or {}).get("type") == "array" and ((sub or {}).get("items") or {}).get("properties"):
+            if (sub or {}).get("type") == "array" and ((sub or {}).get("items") or {}).get(
+                "properties"
+            ):
                 name = entity_name(prop)
                 if name in self.model.entities:
                     return name
@@ -793,7 +850,11 @@ class _ToolReader:
         props = (tool.get("parameters") or {}).get("properties") or {}
         for name, schema in props.items():
             fmt = str((schema or {}).get("format", ""))
-            if name.lower() in OUTSIDE_PARAMS or fmt in ("uri", "url") and name.lower() not in ("photo_urls", "photourls"):
+            if (
+                name.lower() in OUTSIDE_PARAMS
+                or fmt in ("uri", "url")
+                and name.lower() not in ("photo_urls", "photourls")
+            ):
                 if name.lower() in OUTSIDE_PARAMS:
                     return f"its parameter {name!r} is a URL to reach"
         tokens = words(tool.get("name", ""))
@@ -803,8 +864,16 @@ class _ToolReader:
             if token in CLOCK_WORDS:
                 return f"it reads the wall clock ({tool['name']}), which no fixed database holds"
         description = " ".join(words(tool.get("description", ""))[:12])
-        for word, why in (("send", "sends messages"), ("fetch", "reads the web"), ("url", "reads the web")):
-            if re.search(rf"\b{word}\b", description) and word in ("send",) and re.search(r"\b(email|e mail|message|sms|reminder)", description):
+        for word, why in (
+            ("send", "sends messages"),
+            ("fetch", "reads the web"),
+            ("url", "reads the web"),
+        ):
+            if (
+                re.search(rf"\b{word}\b", description)
+                and word in ("send",)
+                and re.search(r"\b(email|e mail|message|sms|reminder)", description)
+            ):
                 return f"it {why} ({tool['name']})"
         return ""
 
@@ -854,7 +923,11 @@ class _ToolReader:
                 continue
             if kind == "array" and (_plain_type(schema.get("items") or {})).get("properties"):
                 continue
-            if plan.operation in ("get", "delete") and not self.key_like(param, entity) and not fresh:
+            if (
+                plan.operation in ("get", "delete")
+                and not self.key_like(param, entity)
+                and not fresh
+            ):
                 continue
             if plan.operation == "list":
                 base = self.range_base(param)
@@ -865,13 +938,19 @@ class _ToolReader:
                     entity.add(spec)
                     continue
             ref = self.reference(param, schema, plan.entity)
-            if ref and ref == plan.entity and words(param)[0] in ("base", "parent", "source", "target"):
+            if (
+                ref
+                and ref == plan.entity
+                and words(param)[0] in ("base", "parent", "source", "target")
+            ):
                 spec = field_from_schema(param, schema, False)
                 spec.ref = ref
                 entity.add(spec)
                 continue
             if ref and ref != plan.entity:
-                spec = field_from_schema(param, schema, param in required and plan.operation == "create")
+                spec = field_from_schema(
+                    param, schema, param in required and plan.operation == "create"
+                )
                 spec.ref = ref
                 entity.add(spec)
                 self.ensure_referenced(ref, param, schema)
@@ -882,14 +961,34 @@ class _ToolReader:
                 continue
             if plan.operation == "update" and param not in entity.fields:
                 continue  # an update changes known fields; it never invents one
-            spec = field_from_schema(param, schema, param in required and plan.operation == "create")
+            spec = field_from_schema(
+                param, schema, param in required and plan.operation == "create"
+            )
             entity.add(spec)
 
     def range_base(self, param: str) -> str:
         tokens = words(param)
-        if len(tokens) >= 2 and tokens[0] in ("start", "end", "min", "max", "from", "until", "since", "before", "after"):
+        if len(tokens) >= 2 and tokens[0] in (
+            "start",
+            "end",
+            "min",
+            "max",
+            "from",
+            "until",
+            "since",
+            "before",
+            "after",
+        ):
             return "_".join(tokens[1:])
-        if len(tokens) >= 2 and tokens[-1] in ("from", "to", "min", "max", "after", "before", "since"):
+        if len(tokens) >= 2 and tokens[-1] in (
+            "from",
+            "to",
+            "min",
+            "max",
+            "after",
+            "before",
+            "since",
+        ):
             return "_".join(tokens[:-1])
         return ""
 
@@ -917,10 +1016,16 @@ class _ToolReader:
             known = target in self.model.entities or tokens[-1] in ("id", "path", "key")
             if target != own and target and known:
                 return target
-        if len(tokens) >= 2 and tokens[0] in ("base", "parent", "source", "target") and singular("_".join(tokens[1:])) == own:
+        if (
+            len(tokens) >= 2
+            and tokens[0] in ("base", "parent", "source", "target")
+            and singular("_".join(tokens[1:])) == own
+        ):
             return own
         text = str(schema.get("description", "")).lower()
-        match = re.search(r"\b(?:name|id|key) of the ([a-z ]+?)\b(?: where| that| to| from|$|\.)", text)
+        match = re.search(
+            r"\b(?:name|id|key) of the ([a-z ]+?)\b(?: where| that| to| from|$|\.)", text
+        )
         if match:
             target = entity_name(match.group(1))
             if target in self.model.entities and target != own:
@@ -977,7 +1082,11 @@ class _ToolReader:
         if op == "get" and not props:
             plan.operation = op = "list"
         if op in ("get", "update", "delete", "transition") and "key" not in roles:
-            if op == "get" and "filter" in roles and all(r in ("filter", "unsupported") for r in roles):
+            if (
+                op == "get"
+                and "filter" in roles
+                and all(r in ("filter", "unsupported") for r in roles)
+            ):
                 plan.operation = "get_by_fields"
             else:
                 plan.reject(
@@ -997,7 +1106,10 @@ class _ToolReader:
             )
             return
         plan.output = self.output_shape(plan, tool, entity)
-        if plan.operation == "list" and not any(r[0] in ("filter", "query", "under", "glob", "range_min", "range_max") for r in plan.bindings.values()):
+        if plan.operation == "list" and not any(
+            r[0] in ("filter", "query", "under", "glob", "range_min", "range_max")
+            for r in plan.bindings.values()
+        ):
             if set(plan.output.get("multi", {})):
                 plan.operation = "dump"
 
@@ -1016,10 +1128,14 @@ class _ToolReader:
                 return ["glob", key]
             if lname.startswith("exclude") and kind == "array" and _path_key(entity):
                 return ["exclude", key]
-        path_params = re.findall(r"\{([^}]+)\}", str((plan.options.get("http") or {}).get("path", "")))
+        path_params = re.findall(
+            r"\{([^}]+)\}", str((plan.options.get("http") or {}).get("path", ""))
+        )
         if op in ("get", "update", "delete", "transition") and path_params:
             if param in path_params:
-                column = self.key_param_of(param, entity) or (param if param in entity.fields else None)
+                column = self.key_param_of(param, entity) or (
+                    param if param in entity.fields else None
+                )
                 if column:
                     return ["key", column]
             elif op == "update" and param in entity.fields:
@@ -1033,7 +1149,11 @@ class _ToolReader:
                 if plan.options.get("list_field"):
                     owner = self.list_field_owner(entity_name(plan.options["list_field"]), items)
                 owner = owner or self.list_field_owner(entity_name(param), items)
-                if owner is not None and owner[0].name == plan.entity and op in ("create", "update", "delete"):
+                if (
+                    owner is not None
+                    and owner[0].name == plan.entity
+                    and op in ("create", "update", "delete")
+                ):
                     _, target, ref, values = owner
                     return ["list_items", target, ref, values]
                 item_entity = entity_name(param)
@@ -1046,9 +1166,13 @@ class _ToolReader:
                 return None
             # an array of keys: paths, names, entityNames, petIds
             singular_param = singular(snake(param))
-            if key and op in ("get", "list", "delete") and (
-                singular_param == snake(key)
-                or singular_param == f"{snake(entity.name)}_{snake(key)}"
+            if (
+                key
+                and op in ("get", "list", "delete")
+                and (
+                    singular_param == snake(key)
+                    or singular_param == f"{snake(entity.name)}_{snake(key)}"
+                )
             ):
                 return ["keys", key]
             if op in ("create", "update") and param in entity.fields:
@@ -1065,7 +1189,10 @@ class _ToolReader:
             key_column is None
             and op in ("get", "update", "delete", "transition")
             and param in entity.fields
-            and (lname in KEY_NAMES or "{" + param + "}" in str((plan.options.get("http") or {}).get("path", "")))
+            and (
+                lname in KEY_NAMES
+                or "{" + param + "}" in str((plan.options.get("http") or {}).get("path", ""))
+            )
         ):
             key_column = param
         if key_column is not None and key_column in entity.fields:
@@ -1080,7 +1207,12 @@ class _ToolReader:
             base = self.range_base(param)
             if base and base in entity.fields:
                 first = words(param)[0]
-                low = first in ("start", "min", "from", "since", "after") or words(param)[-1] in ("from", "min", "after", "since")
+                low = first in ("start", "min", "from", "since", "after") or words(param)[-1] in (
+                    "from",
+                    "min",
+                    "after",
+                    "since",
+                )
                 return ["range_min" if low else "range_max", base]
         if param in entity.fields:
             if op in ("create", "update"):
@@ -1113,7 +1245,7 @@ class _ToolReader:
             return {"mode": "text", "prop": prop, "column": prop if prop in entity.fields else ""}
         arrays = [p for p, s in props.items() if (s or {}).get("type") == "array"]
         if len(props) == 1 and arrays:
-            item_props = list((((props[arrays[0]] or {}).get("items") or {}).get("properties") or {}))
+            item_props = list(((props[arrays[0]] or {}).get("items") or {}).get("properties") or {})
             return {"mode": "wrap", "prop": arrays[0], "item_props": item_props}
         return {"mode": "plain"}
 
@@ -1124,7 +1256,9 @@ class _ToolReader:
         visible = {n: f for n, f in entity.fields.items() if not f.hidden}
 
         def prop(spec: FieldSpec) -> dict:
-            out: dict[str, Any] = {"type": spec.type if spec.type not in ("date", "datetime") else "string"}
+            out: dict[str, Any] = {
+                "type": spec.type if spec.type not in ("date", "datetime") else "string"
+            }
             if spec.type in ("date", "datetime"):
                 out["format"] = "date" if spec.type == "date" else "date-time"
             if spec.type == "array":
@@ -1143,11 +1277,13 @@ class _ToolReader:
             required.append(key)
         if op == "update":
             for name, spec in visible.items():
-                if name != key and spec.type != "object" and not (entity.state_field() is spec):
+                if name != key and spec.type != "object" and entity.state_field() is not spec:
                     props[name] = prop(spec)
         if op == "create":
             for name, spec in visible.items():
-                if spec.type == "object" or (entity.fields[name].name == key and _integer_key(entity)):
+                if spec.type == "object" or (
+                    entity.fields[name].name == key and _integer_key(entity)
+                ):
                     continue
                 props[name] = prop(spec)
                 if spec.required or name == key:
@@ -1168,7 +1304,9 @@ class _ToolReader:
 
 
 def _path_key(entity: EntitySpec) -> bool:
-    return bool(entity.key) and (entity.key.lower() == "path" or snake(entity.key).endswith("_path"))
+    return bool(entity.key) and (
+        entity.key.lower() == "path" or snake(entity.key).endswith("_path")
+    )
 
 
 def _integer_key(entity: EntitySpec) -> bool:

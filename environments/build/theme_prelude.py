@@ -150,7 +150,11 @@ def _th_insert(db, spec, values, plan):
         clean[name] = _th_check(spec, name, value)
     key = spec["key"]
     if clean.get(key) is None:
-        if spec["fields"][key].get("hidden") or spec["key_type"] == "integer" or plan.get("auto_key"):
+        if (
+            spec["fields"][key].get("hidden")
+            or spec["key_type"] == "integer"
+            or plan.get("auto_key")
+        ):
             clean[key] = _th_new_key(db, spec)
         else:
             raise ValueError(f"missing required field {key!r}")
@@ -238,7 +242,7 @@ def _th_list(db, spec, plan, by_role, params):
     under = _th_one(by_role, "under")
     if under is not None and under[2] is not None:
         prefix = str(under[2]).rstrip("/")
-        clauses.append(f'"{key}" LIKE ? ESCAPE \'\\\'')
+        clauses.append(f"\"{key}\" LIKE ? ESCAPE '\\'")
         args.append(prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%")
         if not plan.get("options", {}).get("recursive"):
             clauses.append(f"instr(substr(\"{key}\", ?), '/') = 0")
@@ -262,9 +266,7 @@ def _th_list(db, spec, plan, by_role, params):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    sql = (
-        f'SELECT * FROM "{spec["table"]}"{where} ORDER BY "{key}" LIMIT ? OFFSET ?'
-    )
+    sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY "{key}" LIMIT ? OFFSET ?'
     rows = db.execute(sql, args + [min(int(count), _TH_MAX_ROWS), int(skip)]).fetchall()
     return [dict(r) for r in rows]
 
@@ -317,7 +319,7 @@ def _th_call(db, plan, params):
     key = spec["key"]
     if op == "get":
         row = _th_by_key(db, spec, by_role)
-        for param, binding, value in by_role.get("filter", []):
+        for _param, binding, value in by_role.get("filter", []):
             if value is not None and row.get(binding[1]) != _th_check(spec, binding[1], value):
                 raise LookupError(
                     f"{spec['entity']} {row[key]!r} has {binding[1]} {row.get(binding[1])!r}, "
@@ -359,13 +361,19 @@ def _th_call(db, plan, params):
             if spec["fields"][key].get("hidden"):
                 where = " AND ".join(f'"{c}" IS ?' for c in values)
                 args = [_th_check(spec, c, v) for c, v in values.items()]
-                if where and db.execute(
-                    f'SELECT 1 FROM "{spec["table"]}" WHERE {where}', args
-                ).fetchone():
+                if (
+                    where
+                    and db.execute(
+                        f'SELECT 1 FROM "{spec["table"]}" WHERE {where}', args
+                    ).fetchone()
+                ):
                     continue
-            elif values.get(key) is not None and db.execute(
-                f'SELECT 1 FROM "{spec["table"]}" WHERE "{key}" = ?', (values[key],)
-            ).fetchone():
+            elif (
+                values.get(key) is not None
+                and db.execute(
+                    f'SELECT 1 FROM "{spec["table"]}" WHERE "{key}" = ?', (values[key],)
+                ).fetchone()
+            ):
                 continue
             row, _new = _th_insert(db, spec, values, plan)
             created.append(row)
@@ -407,9 +415,7 @@ def _th_call(db, plan, params):
                     continue
                 where = " AND ".join(f'"{c}" IS ?' for c in values)
                 args = [_th_check(spec, c, v) for c, v in values.items()]
-                removed += db.execute(
-                    f'DELETE FROM "{spec["table"]}" WHERE {where}', args
-                ).rowcount
+                removed += db.execute(f'DELETE FROM "{spec["table"]}" WHERE {where}', args).rowcount
         if (plan.get("output") or {}).get("mode") == "status":
             return {"success": True, "message": f"{removed} {spec['table']} deleted"}
         return {"deleted": removed}

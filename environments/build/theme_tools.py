@@ -188,9 +188,7 @@ class _Tests:
 
     def add(self, case: str, body: list[str]) -> None:
         lines = "\n".join("    " + line for line in body)
-        self.tests.append(
-            f"def test_{self.plan.name}__{case}(call):\n    import json\n{lines}\n"
-        )
+        self.tests.append(f"def test_{self.plan.name}__{case}(call):\n    import json\n{lines}\n")
 
     def call(self, arguments: dict) -> str:
         return f"out = call({self.plan.name!r}, **{arguments!r})"
@@ -231,7 +229,9 @@ class _Tests:
         for param in required:
             binding = self.plan.bindings.get(param, ["unsupported"])
             if binding[0] == "filter_in":
-                values[param] = [_decode(self.spec, {binding[1]: sample.get(binding[1])})[binding[1]]]
+                values[param] = [
+                    _decode(self.spec, {binding[1]: sample.get(binding[1])})[binding[1]]
+                ]
             elif binding[0] in ("filter", "key", "under") and len(binding) > 1:
                 value = sample.get(binding[1])
                 if binding[0] == "under":
@@ -260,7 +260,11 @@ class _Tests:
         for i, row in enumerate(rows[:2]):
             decoded = _decode(self.spec, row)
             other = self.scalar_field(decoded, (self.key,))
-            expected = {self.key: decoded.get(self.key)} if not self.spec["fields"][self.key]["hidden"] else {}
+            expected = (
+                {self.key: decoded.get(self.key)}
+                if not self.spec["fields"][self.key]["hidden"]
+                else {}
+            )
             if other:
                 expected[other] = decoded[other]
             arguments = {**self.required_filters(row), param: row[binding[1]]}
@@ -289,7 +293,10 @@ class _Tests:
         expr, only = self.rows_expr(False)
         lines = [self.call({param: keys + [_missing(self.spec["key_type"])]})]
         if expr:
-            lines += [f"rows = {expr}", f"assert sorted(r[{self.key!r}] for r in rows) == {sorted(keys)!r}"]
+            lines += [
+                f"rows = {expr}",
+                f"assert sorted(r[{self.key!r}] for r in rows) == {sorted(keys)!r}",
+            ]
         self.add("two_of_three", lines)
         self.expect_error({param: [_missing(self.spec["key_type"])]}, "none_found")
 
@@ -369,7 +376,9 @@ class _Tests:
                 args.append(stored)
             elif role == "query" and value:
                 columns = binding[1] or [self.key]
-                clauses.append("(" + " OR ".join(f'instr(lower("{c}"), lower(?)) > 0' for c in columns) + ")")
+                clauses.append(
+                    "(" + " OR ".join(f'instr(lower("{c}"), lower(?)) > 0' for c in columns) + ")"
+                )
                 args.extend(value for _ in columns)
             elif role == "filter_in":
                 marks = ", ".join("?" for _ in value) or "NULL"
@@ -386,7 +395,9 @@ class _Tests:
                 prefix = str(value).rstrip("/") + "/"
                 recursive = self.plan.options.get("recursive")
                 inside = [
-                    k for k in keys if str(k).startswith(prefix) and (recursive or "/" not in str(k)[len(prefix) :])
+                    k
+                    for k in keys
+                    if str(k).startswith(prefix) and (recursive or "/" not in str(k)[len(prefix) :])
                 ]
                 marks = ", ".join("?" for _ in inside) or "NULL"
                 clauses.append(f'"{binding[1]}" IN ({marks})')
@@ -399,7 +410,9 @@ class _Tests:
     def op_dump(self, rows: list[dict]) -> None:
         lines = [self.call({})]
         for prop, entity in self.out.get("multi", {}).items():
-            total = self.conn.execute(f'SELECT COUNT(*) FROM "{self.specs[entity]["table"]}"').fetchone()[0]
+            total = self.conn.execute(
+                f'SELECT COUNT(*) FROM "{self.specs[entity]["table"]}"'
+            ).fetchone()[0]
             if entity == self.plan.entity:
                 total = min(total, MAX_ROWS)
             lines.append(f"assert len(out[{prop!r}]) == {total}")
@@ -419,9 +432,13 @@ class _Tests:
                 else:
                     value = f"new-{self.entity.name}-zz9"
             if value is None:
-                value = {"integer": 7, "number": 7.5, "boolean": True, "array": [], "object": {}}.get(
-                    field["type"], "new value"
-                )
+                value = {
+                    "integer": 7,
+                    "number": 7.5,
+                    "boolean": True,
+                    "array": [],
+                    "object": {},
+                }.get(field["type"], "new value")
                 if field["enum"]:
                     value = field["enum"][0]
                 if field["type"] == "date":
@@ -446,8 +463,11 @@ class _Tests:
             existing[self.key] = _decode(self.spec, {self.key: sample[self.key]})[self.key]
             dup = {bound[c]: v for c, v in existing.items()}
             if self.plan.options.get("upsert") or self.plan.options.get("idempotent"):
-                self.add("existing_key_kept_once", self.check_row(dup, {self.key: existing[self.key]})
-                         + [f"assert call({self.plan.name!r}, **{dup!r}) == out"])
+                self.add(
+                    "existing_key_kept_once",
+                    self.check_row(dup, {self.key: existing[self.key]})
+                    + [f"assert call({self.plan.name!r}, **{dup!r}) == out"],
+                )
             else:
                 self.expect_error(dup, "duplicate_key")
         for column, param in bound.items():
@@ -469,7 +489,16 @@ class _Tests:
         for i, sample in enumerate(rows[:2]):
             values = self.new_values(sample, columns)
             if self.key not in columns or self.spec["fields"][self.key]["hidden"]:
-                text = next((c for c in columns if self.spec["fields"][c]["type"] == "string" and not self.spec["fields"][c]["ref"] and not self.spec["fields"][c]["enum"]), None)
+                text = next(
+                    (
+                        c
+                        for c in columns
+                        if self.spec["fields"][c]["type"] == "string"
+                        and not self.spec["fields"][c]["ref"]
+                        and not self.spec["fields"][c]["enum"]
+                    ),
+                    None,
+                )
                 if text is None:
                     raise _Untestable("no text field makes a new item unique")
                 values[text] = f"new {text} {i} zz9"
@@ -507,7 +536,11 @@ class _Tests:
             if new is None:
                 raise _Untestable(f"no other {field['ref']} to move {column} to")
         elif field["enum"] and field["type"] != "array":
-            new = next(v for v in field["enum"] if v != current) if len(field["enum"]) > 1 else current
+            new = (
+                next(v for v in field["enum"] if v != current)
+                if len(field["enum"]) > 1
+                else current
+            )
         elif field["type"] == "integer":
             new = (current or 0) + 7
         elif field["type"] == "number":
@@ -523,7 +556,10 @@ class _Tests:
         else:
             new = f"{current or ''} (updated)".strip()
         expected = {column: new} if field["type"] not in ("array",) else {}
-        self.add(f"changes_{param_f}", self.check_row({param: sample[binding[1]], param_f: new}, expected))
+        self.add(
+            f"changes_{param_f}",
+            self.check_row({param: sample[binding[1]], param_f: new}, expected),
+        )
         self.expect_error({param: _missing(self.spec["key_type"]), param_f: new}, "missing")
 
     def leaf_and_referenced(self, rows: list[dict]) -> tuple[Any, Any]:
@@ -532,7 +568,10 @@ class _Tests:
         for child, column in children:
             table = self.specs[child]["table"]
             referenced |= {
-                r[0] for r in self.conn.execute(f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL')
+                r[0]
+                for r in self.conn.execute(
+                    f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL'
+                )
             }
         leaf = next((r[self.key] for r in reversed(rows) if r[self.key] not in referenced), None)
         ref = next((r[self.key] for r in rows if r[self.key] in referenced), None)
@@ -542,11 +581,23 @@ class _Tests:
         param, binding = self.param("key")
         leaf, referenced = self.leaf_and_referenced(rows)
         if leaf is not None:
-            self.add("leaf", [self.call({param: leaf}), f"_expect_error(call, {self.plan.name!r}, **{ {param: leaf}!r})"])
+            self.add(
+                "leaf",
+                [
+                    self.call({param: leaf}),
+                    f"_expect_error(call, {self.plan.name!r}, **{ {param: leaf}!r})",
+                ],
+            )
         if referenced is not None and not self.plan.options.get("cascade"):
             self.expect_error({param: referenced}, "still_referenced")
         elif referenced is not None:
-            self.add("cascade", [self.call({param: referenced}), f"_expect_error(call, {self.plan.name!r}, **{ {param: referenced}!r})"])
+            self.add(
+                "cascade",
+                [
+                    self.call({param: referenced}),
+                    f"_expect_error(call, {self.plan.name!r}, **{ {param: referenced}!r})",
+                ],
+            )
         self.expect_error({param: _missing(self.spec["key_type"])}, "missing")
 
     def op_batch_delete(self, rows: list[dict]) -> None:
@@ -555,11 +606,15 @@ class _Tests:
         status = self.out.get("mode") == "status"
         if keys is not None:
             leaf, referenced = self.leaf_and_referenced(rows)
-            target = referenced if self.plan.options.get("cascade") and referenced is not None else leaf
+            target = (
+                referenced if self.plan.options.get("cascade") and referenced is not None else leaf
+            )
             if target is None:
                 raise _Untestable("every row is still referenced")
             lines = [self.call({keys[0]: [target]})]
-            lines.append("assert out['success'] is True" if status else "assert out['deleted'] == 1")
+            lines.append(
+                "assert out['success'] is True" if status else "assert out['deleted'] == 1"
+            )
             lines.append(f"again = call({self.plan.name!r}, **{ {keys[0]: [target]}!r})")
             if not status:
                 lines.append("assert again['deleted'] == 0")
@@ -568,9 +623,13 @@ class _Tests:
             columns = items[1][1]
             item = _decode(self.spec, {c: rows[0][c] for c in columns})
             lines = [self.call({items[0]: [item]})]
-            lines.append("assert out['success'] is True" if status else "assert out['deleted'] == 1")
+            lines.append(
+                "assert out['success'] is True" if status else "assert out['deleted'] == 1"
+            )
             if not status:
-                lines.append(f"assert call({self.plan.name!r}, **{ {items[0]: [item]}!r})['deleted'] == 0")
+                lines.append(
+                    f"assert call({self.plan.name!r}, **{ {items[0]: [item]}!r})['deleted'] == 0"
+                )
             self.add("one_item", lines)
 
     def op_transition(self, rows: list[dict]) -> None:
@@ -589,14 +648,16 @@ class _Tests:
 
     def op_append(self, rows: list[dict]) -> None:
         param, binding = self.param("list_items")
-        column, ref, values = binding[1], binding[2], binding[3]
+        _column, ref, values = binding[1], binding[2], binding[3]
         sample = rows[0]
         item = {ref: sample[self.key], values: ["zz9 new note"]}
-        lines = [self.call({param: [item]}), f"assert 'zz9 new note' in json.dumps(out)"]
+        lines = [self.call({param: [item]}), "assert 'zz9 new note' in json.dumps(out)"]
         lines.append(f"again = call({self.plan.name!r}, **{ {param: [item]}!r})")
         lines.append("assert 'zz9 new note' not in json.dumps(again)")
         self.add("new_value", lines)
-        self.expect_error({param: [{ref: _missing(self.spec["key_type"]), values: ["x"]}]}, "unknown")
+        self.expect_error(
+            {param: [{ref: _missing(self.spec["key_type"]), values: ["x"]}]}, "unknown"
+        )
 
     def op_remove(self, rows: list[dict]) -> None:
         param, binding = self.param("list_items")
@@ -607,4 +668,6 @@ class _Tests:
         value = json.loads(sample[column])[0]
         item = {ref: sample[self.key], values: [value]}
         self.add("existing_value", [self.call({param: [item]}), "assert out is not None"])
-        self.expect_error({param: [{ref: _missing(self.spec["key_type"]), values: ["x"]}]}, "unknown")
+        self.expect_error(
+            {param: [{ref: _missing(self.spec["key_type"]), values: ["x"]}]}, "unknown"
+        )

@@ -81,7 +81,11 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
                 continue
             props, required = {}, []
             for param in _deref(op.get("parameters", []) + item.get("parameters", []), doc):
-                if not isinstance(param, dict) or not param.get("name") or param.get("in") == "cookie":
+                if (
+                    not isinstance(param, dict)
+                    or not param.get("name")
+                    or param.get("in") == "cookie"
+                ):
                     continue
                 props[param["name"]] = dict(param.get("schema") or {"type": "string"})
                 if param.get("description"):
