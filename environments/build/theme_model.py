@@ -537,8 +537,14 @@ def _prd_field(entity: EntitySpec, name: str, type_text: str, description: str) 
     name = name.strip("` ")
     if not re.match(r"^[A-Za-z_]\w*$", name):
         return
-    tokens = [t.strip().lower() for t in re.split(r"[,;/]", type_text) if t.strip()]
     spec = FieldSpec(name=name, description=description.strip()[:300])
+    head, found, values = type_text.lower().partition("one of")
+    if found:
+        spec.enum = [
+            v.strip(" '\"`.") for v in re.split(r"[|,/]| or ", values) if v.strip(" '\"`.")
+        ]
+        type_text = head
+    tokens = [t.strip().lower() for t in re.split(r"[,;/]", type_text) if t.strip()]
     for token in tokens:
         first = token.split()[0] if token.split() else token
         if first in _TYPE_WORDS:
