@@ -61,7 +61,7 @@ def funnel_of(environment: Any) -> dict[str, Any]:
 def yield_summary(environments) -> dict[str, Any]:
     """Sums over builds, per origin and overall, with the share surviving each step."""
     groups: dict[str, dict[str, Any]] = {}
-    rows = environments.only("id", "status", "build_yield", "task_count")
+    rows = environments.select_related(None).only("id", "status", "build_yield", "task_count")
     for environment in rows.iterator(chunk_size=500):
         counts = funnel_of(environment)
         if counts["origin"] == "unrecorded":

@@ -109,7 +109,8 @@ def store_theme(theme: dict[str, Any], created_by: Any = None) -> Theme:
     category = Category.ensure_path(
         classification.primary, classification.secondary, classification.tertiary
     )
-    server = (theme.get("raw_spec") or {}).get("server") or {}
+    raw = theme.get("raw_spec")
+    server = (raw.get("server") if isinstance(raw, dict) else None) or {}
     return Theme.objects.create(
         name=(theme.get("name") or "theme")[:200],
         title=(theme.get("title") or server.get("title") or theme.get("name") or "")[:300],

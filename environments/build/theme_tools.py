@@ -12,6 +12,7 @@ cannot test (no row to test it on) is rejected with that reason.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,7 @@ class _Tests:
         return ("[out]" if single else "out"), ""
 
     def add(self, case: str, body: list[str]) -> None:
+        case = re.sub(r"\W+", "_", case).strip("_") or "case"
         lines = "\n".join("    " + line for line in body)
         self.tests.append(f"def test_{self.plan.name}__{case}(call):\n    import json\n{lines}\n")
 
