@@ -345,3 +345,44 @@ def test_import_of_the_git_server_keeps_twelve_tools():
         pytest.skip("pip install mcp-server-git")
     theme = import_mcp_server([sys.executable, "-m", "mcp_server_git"])
     assert len(theme["raw_spec"]["tools"]) == 12
+
+
+# --- rows from the closest local data ------------------------------------------------------------
+
+BOOKS_CSV = b"""isbn,title,author,year,price
+9780000000001,Alpha,Ann Lee,1999,12.5
+9780000000002,Beta,Bob Ray,2003,20.0
+9780000000003,Gamma,Cal Doe,2010,8.75
+9780000000004,Delta,Ann Lee,2015,15.0
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_come_from_a_built_in_source_that_names_the_entity(storage):
+    theme = store_theme(load_theme_file(FIXTURES / "airport_desk.json"))
+    call_command("build_environment", theme=theme.pk, stdout=StringIO())
+    environment = Environment.objects.get(theme=theme)
+    assert environment.status == "verified"
+    assert [p["kind"] for p in environment.provenance] == ["package"]
+    assert environment.provenance[0]["source"] == "built-in source airports"
+    assert environment.build_yield["ingest"]["synthetic_tables"] == []
+    assert {"get_airport", "search_airports", "list_airports"} == set(
+        environment.tools.values_list("name", flat=True)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_come_from_a_file_uploaded_with_the_theme(storage, tmp_path):
+    theme = store_theme(load_theme_file(FIXTURES / "book_shelf.json"))
+    data = tmp_path / "books.csv"
+    data.write_bytes(BOOKS_CSV)
+    out = StringIO()
+    call_command("build_environment", theme=theme.pk, data=str(data), name="shelf", stdout=out)
+    environment = Environment.objects.get(name="shelf")
+    assert environment.status == "verified", environment.failure_reason
+    kinds = {p["kind"]: p for p in environment.provenance}
+    assert kinds["file"]["source"] == "upload books.csv"
+    assert "isbn<-isbn" in kinds["file"]["detail"]
+    assert environment.row_count == 4
+    assert data.read_bytes() == BOOKS_CSV
+    assert not (storage / "uploads").exists() or not any((storage / "uploads").iterdir())

@@ -917,6 +917,8 @@ class _ToolReader:
             and plan.operation == "get"
             and not any(self.key_like(p, entity) for p in props)
         )
+        if fresh and len(required) == 1 and not entity.key:
+            entity.key = next(iter(required))  # a get by one identifier: that is the key
         for param, schema in props.items():
             schema = schema or {}
             kind = _plain_type(schema).get("type")
@@ -966,7 +968,9 @@ class _ToolReader:
             if kind == "array" and plan.operation == "list":
                 continue
             if plan.operation == "update" and param not in entity.fields:
-                continue  # an update changes known fields; it never invents one
+                # a field only an update names: kept if the update binds (bind() decides)
+                plan.options.setdefault("pending_fields", {})[param] = schema
+                continue
             spec = field_from_schema(
                 param, schema, param in required and plan.operation == "create"
             )
@@ -1053,6 +1057,16 @@ class _ToolReader:
     def bind(self, plan: ToolPlan, tool: dict) -> None:
         entity = self.model.entities[plan.entity]
         _choose_key(entity)
+        pending = plan.options.pop("pending_fields", {})
+        added = [p for p in pending if p not in entity.fields]
+        for param in added:
+            entity.add(field_from_schema(param, pending[param]))
+        self.bind_params(plan, tool, entity)
+        if plan.rejected:
+            for param in added:
+                entity.fields.pop(param, None)
+
+    def bind_params(self, plan: ToolPlan, tool: dict, entity: EntitySpec) -> None:
         props = plan.parameters.get("properties") or {}
         required = set(plan.parameters.get("required") or [])
         if plan.derived_parameters:
