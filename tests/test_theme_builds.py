@@ -386,3 +386,26 @@ def test_rows_come_from_a_file_uploaded_with_the_theme(storage, tmp_path):
     assert environment.row_count == 4
     assert data.read_bytes() == BOOKS_CSV
     assert not (storage / "uploads").exists() or not any((storage / "uploads").iterdir())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_kebab_case_operation_ids_keep_their_names(reviewer_api, storage):
+    oas = npm_package("@readme/oas-examples")
+    if oas is None:
+        pytest.skip("npm could not install @readme/oas-examples")
+    document = json.loads((oas / "3.1" / "json" / "train-travel.json").read_text())
+    theme = store_theme(parse_theme_document(document, "train-travel.json"))
+    response = reviewer_api.post(URL, {"theme": theme.pk, "name": "trains"}, format="json")
+    job = finished(response.json()["id"])
+    assert job.state == "succeeded", job.error
+    environment = Environment.objects.get(name="trains")
+    names = set(environment.tools.values_list("name", flat=True))
+    assert {"get-stations", "create-booking", "delete-booking"} <= names
+    assert "def get_stations(db, **params)" in environment.tools.get(name="get-stations").source
+    episode = reviewer_api.post("/api/episodes/", {"environment": environment.pk}, format="json")
+    assert episode.status_code == 201, episode.content
+    key = episode.json()["episode"]
+    called = reviewer_api.post(
+        f"/api/episodes/{key}/call/", {"tool": "get-stations", "arguments": {}}, format="json"
+    ).json()
+    assert called["ok"] is True and called["result"], called

@@ -700,10 +700,10 @@ class _ToolReader:
             parameters=params if not derived else {"type": "object", "properties": {}},
             derived_parameters=derived,
         )
-        if not plan.name.isidentifier() or plan.name.startswith("_"):
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", plan.name):
             return plan.reject(
-                f"the name {plan.name!r} is not a Python identifier, and a package tool is "
-                "`def name(db, **params)`"
+                f"the name {plan.name!r} is not a function name a client can call (letters, "
+                "digits, '_' or '-', at most 64, starting with a letter)"
             )
         outside = self.outside_world(tool)
         if outside:

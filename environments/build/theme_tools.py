@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.discovery.tool_generator import ToolSet
+from environments.python_source import python_name
 
 from .theme_model import EntitySpec, ThemeModel, ToolPlan
 from .theme_prelude import __file__ as _PRELUDE_FILE
@@ -87,6 +88,7 @@ def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
     constants = [f"_TH_TABLES = {specs!r}"]
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
+    taken: dict[str, str] = {}
     try:
         for index, plan in enumerate(model.plans):
             if plan.rejected:
@@ -102,8 +104,13 @@ def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
                 plan.reject(f"cannot be verified: {exc}")
                 continue
             constants.append(f"{const} = {runtime!r}")
+            function = python_name(plan.name)
+            if function in taken:
+                plan.reject(f"its function name {function!r} is taken by {taken[function]!r}")
+                continue
+            taken[function] = plan.name
             tools.functions[plan.name] = (
-                f"def {plan.name}(db, **params):\n"
+                f"def {function}(db, **params):\n"
                 f"    {json.dumps((plan.description or plan.name).splitlines()[0][:200])}\n"
                 f"    return _th_call(db, {const}, params)\n"
             )
@@ -190,7 +197,8 @@ class _Tests:
     def add(self, case: str, body: list[str]) -> None:
         case = re.sub(r"\W+", "_", case).strip("_") or "case"
         lines = "\n".join("    " + line for line in body)
-        self.tests.append(f"def test_{self.plan.name}__{case}(call):\n    import json\n{lines}\n")
+        function = python_name(self.plan.name)
+        self.tests.append(f"def test_{function}__{case}(call):\n    import json\n{lines}\n")
 
     def call(self, arguments: dict) -> str:
         return f"out = call({self.plan.name!r}, **{arguments!r})"

@@ -13,6 +13,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from environments.python_source import python_name
+
 from .code_safety import UnsafeCode, check_tool_source, function_sources
 from .schema import read_schema
 from .tool_generator import ToolSet, prelude_source
@@ -62,20 +64,21 @@ def parse_design(answer: dict) -> tuple[ToolSet, list[str]]:
             source = "\n".join(imports) + "\n\n" + item["source"]
             check_tool_source(source, f"{name}.py")
             functions = function_sources(item["source"])
-            if name not in functions:
-                raise UnsafeCode(f"source does not define {name}()")
+            function = python_name(str(name))
+            if function not in functions:
+                raise UnsafeCode(f"source does not define {function}()")
             tests = []
             for test in item.get("tests", []):
                 check_tool_source(test, f"test_{name}.py")
                 tests += [
                     src
                     for fn, src in function_sources(test).items()
-                    if fn.startswith(f"test_{name}__")
+                    if fn.startswith(f"test_{function}__")
                 ]
         except (UnsafeCode, KeyError, TypeError) as exc:
             problems.append(f"{name}: {exc}")
             continue
-        tools.functions[name] = functions[name]
+        tools.functions[name] = functions[function]
         tools.schemas[name] = {
             "type": "function",
             "function": {
@@ -131,7 +134,7 @@ def design_theme_tools(
     surface = [
         {"name": p.name, "description": p.description, "parameters": p.parameters}
         for p in plans
-        if p.name.isidentifier()
+        if "function name" not in p.rejected
     ]
     messages = [
         {"role": "system", "content": _THEME_SYSTEM},
