@@ -7,13 +7,17 @@ built with the theme pipeline (the stages the `environments.build` job runs) int
 package root, sharing one warm sandbox pool.
 
     .venv/bin/python -m tests.support.npm_packages      # once: the npm packages under var/npm
-    .venv/bin/python benchmarks/theme_builds.py [--count 20] [--json out.json]
+    .venv/bin/python benchmarks/theme_builds.py [--count 20] [--tasks 10] [--json out.json]
+
+After each published build, up to --tasks graph tasks (walks of 1 to 3 steps, audited) are
+synthesized in the new environment, for the last step of the funnel; their time is apart.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -22,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aw_site.settings")
 
 from environments.build.pipeline import BuildFailed  # noqa: E402
 from environments.build.request import BuildRequest  # noqa: E402
@@ -77,7 +82,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--json", default="")
+    parser.add_argument("--tasks", type=int, default=10, help="graph tasks per published build")
     args = parser.parse_args()
+    import django
+
+    django.setup()
+    from environments.package import load_package
+    from tasks.service import synthesize_specs
+
     results = []
     with (
         tempfile.TemporaryDirectory(prefix="aw-theme-bench-") as tmp,
@@ -103,6 +115,18 @@ def main() -> None:
                     f"{exc.stage}: {exc.reason.splitlines()[0][:90]}",
                 )
             seconds = time.perf_counter() - started
+            tasks, task_seconds = 0, 0.0
+            if outcome is not None and args.tasks:
+                started = time.perf_counter()
+                try:
+                    batch = synthesize_specs(
+                        load_package(outcome.path), pool, kind="graph", count=args.tasks,
+                        min_walk_length=1, max_walk_length=3, seed=index,
+                    )  # fmt: skip
+                    tasks = len(batch.specs)
+                except Exception as exc:  # noqa: BLE001 - reported in the row
+                    error = f"tasks: {type(exc).__name__}: {exc}"[:100]
+                task_seconds = time.perf_counter() - started
             funnel = build_yield.get("funnel") or {}
             row = {
                 "theme": label,
@@ -111,30 +135,36 @@ def main() -> None:
                 "entities": funnel.get("schema_entities") or 0,
                 "implemented": funnel.get("tools_implemented") or 0,
                 "verified": funnel.get("tools_verified") or 0,
+                "tasks": tasks,
                 "published": outcome is not None,
                 "seconds": round(seconds, 2),
+                "task_seconds": round(task_seconds, 2),
                 "why_not": error,
             }
             results.append(row)
             print(json.dumps(row), flush=True)
     totals = {
         k: sum(r[k] for r in results)
-        for k in ("theme_tools", "entities", "implemented", "verified")
+        for k in ("theme_tools", "entities", "implemented", "verified", "tasks")
     }
     times = [r["seconds"] for r in results]
     print()
-    print("| theme | kind | theme tools | entities | implemented | verified | published | s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| theme | kind | theme tools | entities | implemented | verified | tasks | published "
+        "| build s | tasks s |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         print(
             f"| {r['theme']} | {r['kind']} | {r['theme_tools']} | {r['entities']} | {r['implemented']} "
-            f"| {r['verified']} | {'yes' if r['published'] else 'no: ' + r['why_not']} | {r['seconds']} |"
+            f"| {r['verified']} | {r['tasks']} | {'yes' if r['published'] else 'no: ' + r['why_not']} "
+            f"| {r['seconds']} | {r['task_seconds']} |"
         )
     print(
         f"| **{len(results)} themes** | | **{totals['theme_tools']}** | **{totals['entities']}** | "
-        f"**{totals['implemented']}** | **{totals['verified']}** | "
+        f"**{totals['implemented']}** | **{totals['verified']}** | **{totals['tasks']}** | "
         f"**{sum(r['published'] for r in results)}** | median {statistics.median(times):.2f}, "
-        f"max {max(times):.2f}, total {sum(times):.1f} |"
+        f"max {max(times):.2f}, total {sum(times):.1f} | |"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

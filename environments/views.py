@@ -590,8 +590,8 @@ def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
             continue
         facts = []
         for key, value in values.items():
-            if key in ("rows_by_table", "path"):
-                continue
+            if key in ("rows_by_table", "path", "rejected_tools"):
+                continue  # rejected tools have their own table on the environment page
             if isinstance(value, dict):
                 value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "–"
             elif isinstance(value, list):
