@@ -273,9 +273,7 @@ def run_theme_pipeline(
         },
     )
     explanation = checked["explanation"] + "".join(
-        f"\n- {r['name']} ({r['stage']}): {r['reason']}"
-        for r in rejected
-        if r["stage"] != "llm" or True
+        f"\n- {r['name']} ({r['stage']}): {r['reason']}" for r in rejected
     )
     if not report["verified"]:
         failed = BuildFailed("verify", explanation[:5000], build_yield)
