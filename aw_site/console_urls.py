@@ -13,6 +13,9 @@ urlpatterns = [
     # Catalogue and environments
     path("environments/", environment_views.catalogue, name="catalogue"),
     path("environments/new/", environment_views.new_environment, name="environment-new"),
+    path("environments/yield/", environment_views.yield_page, name="environment-yield"),
+    path("themes/", environment_views.theme_list, name="theme-list"),
+    path("themes/<int:pk>/build/", environment_views.theme_build, name="theme-build"),
     path(
         "environments/builds/<int:job>/", environment_views.build_status, name="environment-build"
     ),

@@ -15,7 +15,7 @@ from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
 from environments.build import submit
 from environments.build.request import BuildRequest, BuildRequestError
-from environments.build.uploads import store_upload
+from environments.build.uploads import remove_upload, store_upload
 from environments.models import Category, Environment, Theme, Tool
 
 
@@ -28,9 +28,26 @@ class CategorySerializer(serializers.ModelSerializer):
 
 
 class ThemeSerializer(serializers.ModelSerializer):
+    tool_names = serializers.SerializerMethodField()
+    environments = serializers.SerializerMethodField()
+
+    def get_tool_names(self, theme) -> list[str]:
+        from environments.build.theme_model import theme_tools
+        from environments.themes_import import theme_dict
+
+        return [t.get("name", "") for t in theme_tools(theme_dict(theme))]
+
+    def get_environments(self, theme) -> list[dict]:
+        return [
+            {"id": e.pk, "name": e.name, "version": e.version, "status": e.status}
+            for e in theme.environments.all()
+        ]
+
     class Meta:
         model = Theme
         fields = [
+            "tool_names",
+            "environments",
             "id",
             "name",
             "title",
@@ -42,7 +59,7 @@ class ThemeSerializer(serializers.ModelSerializer):
             "duplicate_of",
             "created_at",
         ]
-        read_only_fields = ["category", "duplicate_of", "created_at"]
+        read_only_fields = ["category", "duplicate_of", "created_at", "tool_names", "environments"]
 
 
 class ToolSerializer(serializers.ModelSerializer):
@@ -96,8 +113,19 @@ class EnvironmentSerializer(serializers.ModelSerializer):
 
 
 class EnvironmentDetailSerializer(EnvironmentSerializer):
+    yield_funnel = serializers.SerializerMethodField(
+        help_text="What survived each step of the build: theme tools -> schema entities -> tools "
+        "implemented -> tools verified -> tasks synthesized"
+    )
+
+    def get_yield_funnel(self, environment) -> dict:
+        from environments.build_yield import funnel_of
+
+        return funnel_of(environment)
+
     class Meta(EnvironmentSerializer.Meta):
         fields = EnvironmentSerializer.Meta.fields + [
+            "yield_funnel",
             "manifest",
             "provenance",
             "verification_report",
@@ -116,12 +144,32 @@ class CategoryViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class ThemeViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Themes; reviewers add one by hand or import many (a job)."""
+    """Themes; reviewers add one by hand, import many (a job) or build one into an environment
+    (`POST {id}/build/`, the `environments.build` job with origin theme)."""
 
-    queryset = Theme.objects.select_related("category")
+    queryset = Theme.objects.select_related("category").prefetch_related("environments")
     serializer_class = ThemeSerializer
     filterset_fields = ["source_kind", "category"]
     search_fields = ["name", "title", "description"]
+    required_roles = {"build": REVIEWER}
+
+    @action(detail=True, methods=["post"], parser_classes=[SafeJSONParser])
+    def build(self, request, pk=None):
+        """Build this theme into an environment: optional name, title, category, options."""
+        theme = self.get_object()
+        fields = BuildFieldsSerializer(data=request.data or {})
+        fields.is_valid(raise_exception=True)
+        values = {
+            k: v
+            for k, v in fields.validated_data.items()
+            if v not in ("", None) and k not in ("source", "theme", "mcp")
+        }
+        try:
+            build_request = submit.theme_request(theme.pk, **values)
+        except BuildRequestError as exc:
+            return refuse(str(exc))
+        job = submit.queue_build(build_request, request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     def perform_create(self, serializer):
         serializer.save(created_by=self.request.user)
@@ -177,6 +225,8 @@ class BuildFieldsSerializer(serializers.Serializer):
     """One build: {"source": NAME, ...} as JSON, or multipart with a `file`."""
 
     source = serializers.CharField(max_length=120, required=False, allow_blank=True)
+    theme = serializers.IntegerField(required=False, min_value=1)
+    mcp = serializers.CharField(max_length=1000, required=False, allow_blank=True)
     name = serializers.CharField(max_length=60, required=False, allow_blank=True)
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
@@ -208,6 +258,15 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self):
         return EnvironmentDetailSerializer if self.action == "retrieve" else EnvironmentSerializer
 
+    @action(detail=False, methods=["get"], url_path="yield")
+    def build_yield(self, request):
+        """The build yield summed over builds (filters apply: ?status=, ?name=, ...): per origin,
+        theme tools -> schema entities -> tools implemented -> tools verified -> tasks."""
+        from environments.build_yield import yield_summary
+
+        environments = self.filter_queryset(self.get_queryset())
+        return Response(yield_summary(environments))
+
     @action(detail=True, methods=["post"])
     def retire(self, request, pk=None):
         environment = self.get_object()
@@ -238,8 +297,37 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
         fields.is_valid(raise_exception=True)
         values = {k: v for k, v in fields.validated_data.items() if v not in ("", None)}
         source = values.pop("source", "")
+        theme = values.pop("theme", None)
+        mcp = values.pop("mcp", "")
         try:
-            if upload is not None:
+            if theme is not None or mcp:
+                if theme is not None and mcp:
+                    raise BuildRequestError("give a theme or an MCP server, not both")
+                if upload is not None:
+                    if upload.size > limit:
+                        raise BuildRequestError(
+                            f"{upload.name}: file too large ({upload.size} bytes; limit {limit} bytes)"
+                        )
+                    stored = store_upload(upload.chunks(), upload.name or "")
+                    values.update(
+                        files=[str(stored.path)],
+                        filename=stored.filename,
+                        upload_dir=str(stored.directory),
+                    )
+                try:
+                    if source:
+                        raise BuildRequestError(
+                            "give a theme, an MCP server or a built-in source, not two"
+                        )
+                    if theme is not None:
+                        build_request = submit.theme_request(theme, **values)
+                    else:
+                        build_request = submit.mcp_request(mcp, **values)
+                except BuildRequestError:
+                    if values.get("upload_dir"):
+                        remove_upload(values["upload_dir"])
+                    raise
+            elif upload is not None:
                 if source:
                     raise BuildRequestError("give a built-in source or a file, not both")
                 if upload.size > limit:

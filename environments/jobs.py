@@ -14,7 +14,13 @@ from aw_site.jobs import JobContext, enqueue, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
 from environments.build import pipeline
-from environments.build.request import BuildRequest, builtin_names, builtin_source
+from environments.build.request import (
+    THEME_ORIGINS,
+    BuildRequest,
+    builtin_names,
+    builtin_source,
+    mcp_target,
+)
 from environments.build.uploads import remove_upload
 from environments.models import Environment, Theme
 from environments.registry import record_package
@@ -81,13 +87,48 @@ def run_build(
     Whatever happens, the temp directory goes; the upload goes too unless this attempt was
     interrupted (the retry needs it). A package published but not recorded is removed."""
     discard_interrupted_draft(ctx)
-    environment = draft_environment(request.spec(), created_by=ctx.job.created_by)
+    theme_row = None
+    if request.origin in THEME_ORIGINS:
+        try:
+            theme_row, request = resolve_theme(ctx, request)
+        except Exception as exc:
+            if interrupted(exc):
+                raise
+            failed = Environment.objects.create(
+                name=request.name,
+                version=next_version(request.name),
+                title=request.title or request.name,
+                created_by=ctx.job.created_by,
+            )
+            reason = str(exc)
+            if not reason.startswith("ingest stage failed"):
+                reason = f"ingest stage failed: {type(exc).__name__}: {exc}"
+            failed.transition(Environment.Status.REJECTED, reason=reason[:5000])
+            ctx.checkpoint(draft_environment=failed.pk)
+            raise ValueError(reason) from exc
+    environment = draft_environment(request.spec(), created_by=ctx.job.created_by, theme=theme_row)
     ctx.checkpoint(draft_environment=environment.pk)
     workdir = Path(tempfile.mkdtemp(prefix=f"aw-build-{request.name}-"))
     final = True
 
+    reported_llm: set[str] = set()
+
     def record_yield(stage_name: str, build_yield: dict[str, Any]) -> None:
         fields: dict[str, Any] = {"build_yield": build_yield}
+        for part, outcome in (build_yield.get("llm") or {}).items():
+            if part not in reported_llm:
+                reported_llm.add(part)
+                if outcome.get("ok"):
+                    ctx.log(f"LLM {part}: ok {_yield_line(outcome)}")
+                else:
+                    ctx.log(f"LLM {part} FAILED: {outcome.get('error')}")
+            if (
+                part == "design"
+                and outcome.get("problems")
+                and part + ":problems" not in reported_llm
+            ):
+                reported_llm.add(part + ":problems")
+                ctx.log("LLM tools rejected:\n" + "\n".join(outcome["problems"][:50]))
         if stage_name == "schema" and environment.category_id is None:
             from environments.registry import category_for
 
@@ -101,15 +142,31 @@ def run_build(
 
     try:
         environment.transition(Environment.Status.MINING)
-        outcome = pipeline.run_pipeline(
-            request,
-            root=packages_root(),
-            workdir=workdir,
-            version=environment.version,
-            llm=llm_settings() if request.options.use_llm else None,
-            progress=ctx.progress,
-            on_stage=record_yield,
-        )
+        llm = llm_settings() if request.options.use_llm else None
+        if theme_row is not None:
+            from environments.build.theme_pipeline import run_theme_pipeline
+            from environments.themes_import import theme_dict
+
+            outcome = run_theme_pipeline(
+                request,
+                theme_dict(theme_row),
+                root=packages_root(),
+                workdir=workdir,
+                version=environment.version,
+                llm=llm,
+                progress=ctx.progress,
+                on_stage=record_yield,
+            )
+        else:
+            outcome = pipeline.run_pipeline(
+                request,
+                root=packages_root(),
+                workdir=workdir,
+                version=environment.version,
+                llm=llm,
+                progress=ctx.progress,
+                on_stage=record_yield,
+            )
         ctx.log(outcome.explanation[:2000])
         recorded = adopt_draft(environment, outcome.path, outcome.report, outcome.build_yield)
         ctx.progress(1.0, f"published {recorded.label} with {recorded.tool_count} verified tools")
@@ -193,12 +250,60 @@ def remove_unrecorded_package(package_dir: Path) -> bool:
     return True
 
 
+def resolve_theme(ctx: JobContext, request: BuildRequest) -> tuple[Theme, BuildRequest]:
+    """The Theme row a theme or MCP build reads; an MCP server is imported and stored first
+    (once: a retry reuses the stored theme). The request gets the theme's category."""
+    from dataclasses import replace
+
+    from environments.build.theme_pipeline import category_of
+    from environments.mcp_import import MCPImportError, import_mcp_server
+    from environments.themes_import import store_theme
+
+    theme_id = request.theme or ctx.saved.get("theme")
+    if theme_id:
+        row = Theme.objects.filter(pk=theme_id).select_related("category").first()
+        if row is None:
+            raise ValueError(f"theme {theme_id} does not exist")
+    else:
+        ctx.progress(0.01, f"importing the MCP server {request.mcp[:100]}")
+        try:
+            imported = import_mcp_server(mcp_target(request.mcp))
+        except MCPImportError as exc:
+            raise ValueError(f"ingest stage failed: {exc}") from exc
+        row = store_theme(imported, created_by=ctx.job.created_by)
+        ctx.checkpoint(theme=row.pk)
+        ctx.log(
+            f"imported theme {row.name} (#{row.pk}): {len(imported['raw_spec']['tools'])} tools"
+        )
+    category = category_of(request, row.category.path if row.category else "")
+    return row, replace(
+        request,
+        category=category,
+        title=request.title or (row.title or row.name)[:200],
+        description=request.description or row.description[:2000],
+    )
+
+
 def draft_environment(
-    spec: dict[str, Any], parent: Environment | None = None, created_by: Any = None
+    spec: dict[str, Any],
+    parent: Environment | None = None,
+    created_by: Any = None,
+    theme: Theme | None = None,
 ) -> Environment:
     """The row that shows a build in progress, and why it failed if it does."""
     from environments.registry import category_for
 
+    if theme is not None:
+        return Environment.objects.create(
+            name=spec["name"],
+            version=next_version(spec["name"]),
+            title=spec["title"],
+            description=spec["description"] or theme.description[:2000],
+            theme=theme,
+            category=category_for(spec),
+            parent=parent,
+            created_by=created_by,
+        )
     theme, _ = Theme.objects.get_or_create(
         name=spec["name"],
         source_kind=Theme.SourceKind.MANUAL,

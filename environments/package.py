@@ -11,6 +11,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -18,13 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from environments.python_source import parse_python
+from environments.python_source import parse_python, python_name
 
 PACKAGE_FILES = ("manifest.json", "state.sqlite", "tools.py", "tool_tests.py", "provenance.json")
 MANIFEST_KEYS = ("name", "version", "title", "description", "category", "tools", "tool_kinds")
 CATEGORY_LEVELS = ("primary", "secondary", "tertiary")
 TOOL_KINDS = ("read", "write")
 PROVENANCE_KEYS = ("table", "source", "kind", "detail")
+# OpenAI / MCP function names; the code of `get-stations` is `def get_stations` (python_name)
+TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 
 class PackageError(ValueError):
@@ -94,13 +97,24 @@ def load_package(path: str | os.PathLike[str]) -> EnvironmentPackage:
     for name in manifest["tool_kinds"]:
         if name not in {t["function"]["name"] for t in manifest["tools"]}:
             raise PackageError(f"manifest.json: tool_kinds names {name!r}, which is not a tool")
+    by_function: dict[str, str] = {}
     for tool in manifest["tools"]:
         name = tool["function"]["name"]
-        if name not in tool_functions:
+        function = python_name(name)
+        if function in by_function:
+            raise PackageError(
+                f"manifest.json: tools {by_function[function]!r} and {name!r} both need "
+                f"`def {function}`"
+            )
+        by_function[function] = name
+        if function not in tool_functions:
             raise PackageError(f"tools.py: tool {name!r} from manifest.json has no function")
-        if not tool_functions[name]:
-            raise PackageError(f"tools.py: function {name!r} must take `db` as first parameter")
-    tool_tests = _tool_tests(tests_source, set(tool_functions))
+        if not tool_functions[function]:
+            raise PackageError(f"tools.py: function {function!r} must take `db` as first parameter")
+    tool_tests = {
+        by_function.get(function, function): tests
+        for function, tests in _tool_tests(tests_source, set(tool_functions)).items()
+    }
     _check_state(root / "state.sqlite", manifest.get("tables"))
     _check_provenance(provenance)
 
@@ -233,8 +247,11 @@ def _check_tool_schema(tool: Any, index: int) -> None:
     if not isinstance(function, dict):
         raise PackageError(f"{where}: missing the function object")
     name = function.get("name")
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-        raise PackageError(f"{where}: name {name!r} must be a public Python identifier")
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        raise PackageError(
+            f"{where}: name {name!r} must be letters, digits, '_' or '-' (at most 64), "
+            "starting with a letter"
+        )
     where = f"manifest.json: tool {name!r}"
     if not isinstance(function.get("description"), str):
         raise PackageError(f"{where}: description must be a string")

@@ -12,6 +12,7 @@ from django.db import transaction
 from environments.discovery.code_safety import function_sources
 from environments.models import Category, Environment, Theme, Tool, ToolTest
 from environments.package import EnvironmentPackage, load_package
+from environments.python_source import python_name
 
 
 def database_size(state_path: Path) -> tuple[int, int]:
@@ -101,7 +102,7 @@ def record_package(
                 kind=package.tool_kind(name),
                 origin=origins.get(name, Tool.Origin.SCHEMA),
                 schema=schema,
-                source=sources.get(name, ""),
+                source=sources.get(python_name(name), ""),
                 verified=bool(result.get("verified", True)),
                 test_accuracy=result.get("accuracy"),
                 verification=result,

@@ -101,3 +101,42 @@ def store_themes(
     if errors:
         ctx.log("errors:\n" + "\n".join(errors[:50]))
     return {"created": created, "duplicates": duplicates, "errors": errors}
+
+
+def store_theme(theme: dict[str, Any], created_by: Any = None) -> Theme:
+    """One parsed or imported theme, classified and stored (a build's MCP import)."""
+    classification = classify_theme(theme, llm_settings())
+    category = Category.ensure_path(
+        classification.primary, classification.secondary, classification.tertiary
+    )
+    raw = theme.get("raw_spec")
+    server = (raw.get("server") if isinstance(raw, dict) else None) or {}
+    return Theme.objects.create(
+        name=(theme.get("name") or "theme")[:200],
+        title=(theme.get("title") or server.get("title") or theme.get("name") or "")[:300],
+        description=theme.get("description") or server.get("instructions") or "",
+        source_kind=theme.get("source_kind", Theme.SourceKind.MANUAL),
+        raw_spec=theme,
+        provenance={**theme.get("provenance", {}), "classified_by": classification.method},
+        fingerprint=normalized_name(theme)[:64],
+        category=category,
+        created_by=created_by,
+    )
+
+
+def theme_dict(row: Theme) -> dict[str, Any]:
+    """The theme as the build reads it: the stored parse (or import) plus the row's fields."""
+    raw = row.raw_spec
+    if isinstance(raw, dict) and "source_kind" in raw:
+        data = dict(raw)
+    else:
+        tools = raw.get("tools", []) if isinstance(raw, dict) else []
+        data = {"raw_spec": raw, "tools": tools}
+    return {
+        **data,
+        "name": row.name,
+        "title": row.title or data.get("title") or row.name,
+        "description": row.description or data.get("description", ""),
+        "source_kind": row.source_kind,
+        "provenance": row.provenance or data.get("provenance", {}),
+    }

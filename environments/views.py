@@ -230,7 +230,35 @@ def _overview(request, environment: Environment) -> dict[str, Any]:
         "theme_provenance_json": _pretty(theme.provenance) if theme else "",
         "package_state": package_state(environment),
         "build_yield": yield_rows(environment.build_yield),
+        "funnel": _funnel_rows(environment),
+        "rejected_tools": _rejected_tools(environment),
+        "synthetic": any(
+            isinstance(p, dict) and p.get("kind") == "synthetic"
+            for p in (environment.provenance if isinstance(environment.provenance, list) else [])
+        ),
     }
+
+
+def _funnel_rows(environment: Environment) -> list[tuple[str, Any]]:
+    from environments.build_yield import FUNNEL, LABELS, funnel_of
+
+    counts = funnel_of(environment)
+    if counts["origin"] == "unrecorded":
+        return []
+    return [(LABELS[step], counts[step]) for step in FUNNEL]
+
+
+def _rejected_tools(environment: Environment) -> list[dict[str, str]]:
+    """Tools the build could not implement or verify, with the reason (theme builds)."""
+    report = (
+        environment.verification_report if isinstance(environment.verification_report, dict) else {}
+    )
+    found = report.get("rejected_tools")
+    if found is None:
+        found = ((environment.build_yield or {}).get("verify") or {}).get("rejected_tools")
+    if found is None:
+        found = ((environment.build_yield or {}).get("ingest") or {}).get("rejected_tools")
+    return [r for r in found or [] if isinstance(r, dict)]
 
 
 def package_state(environment: Environment) -> Path | None:
@@ -448,8 +476,12 @@ def _build_form_context(values: dict[str, str] | None = None, error: str = "") -
     from environments.build.request import builtin_sources
     from environments.build.uploads import max_upload_bytes, supported_suffixes
     from environments.discovery.taxonomy import TAXONOMY
+    from environments.models import Theme
 
     return {
+        "themes": Theme.objects.exclude(source_kind=Theme.SourceKind.DIAGNOSIS)
+        .order_by("name")
+        .only("id", "name", "title", "source_kind")[:500],
         "sources": builtin_sources(),
         "suffixes": supported_suffixes(),
         "max_upload_mb": max_upload_bytes() // (1024 * 1024),
@@ -469,17 +501,40 @@ def new_environment(request):
     from environments.build.uploads import store_upload
 
     if request.method == "GET":
-        return render(request, "environments/new.html", _build_form_context())
+        values = {"theme": request.GET.get("theme", "")}
+        return render(request, "environments/new.html", _build_form_context(values))
     values = {
         k: request.POST.get(k, "").strip()
-        for k in ("source", "name", "title", "description", "category")
+        for k in ("source", "theme", "mcp", "name", "title", "description", "category")
     }
-    fields = {k: v for k, v in values.items() if v and k != "source"}
+    fields = {k: v for k, v in values.items() if v and k not in ("source", "theme", "mcp")}
     upload = request.FILES.get("file")
     try:
-        if upload is not None and values["source"]:
+        chosen = [k for k in ("source", "theme", "mcp") if values[k]]
+        if len(chosen) > 1:
+            raise BuildRequestError(f"give one of {' or '.join(chosen)}, not {len(chosen)}")
+        if values["theme"] or values["mcp"]:
+            if upload is not None:
+                stored = store_upload(upload.chunks(), upload.name or "")
+                fields.update(
+                    files=[str(stored.path)],
+                    filename=stored.filename,
+                    upload_dir=str(stored.directory),
+                )
+            try:
+                if values["theme"]:
+                    build_request = submit.theme_request(values["theme"], **fields)
+                else:
+                    build_request = submit.mcp_request(values["mcp"], **fields)
+            except BuildRequestError:
+                if fields.get("upload_dir"):
+                    from environments.build.uploads import remove_upload
+
+                    remove_upload(fields["upload_dir"])
+                raise
+        elif upload is not None and values["source"]:
             raise BuildRequestError("give a built-in source or a file, not both")
-        if upload is not None:
+        elif upload is not None:
             stored = store_upload(upload.chunks(), upload.name or "")
             build_request = submit.upload_request(stored, **fields)
         else:
@@ -535,8 +590,8 @@ def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
             continue
         facts = []
         for key, value in values.items():
-            if key in ("rows_by_table", "path"):
-                continue
+            if key in ("rows_by_table", "path", "rejected_tools"):
+                continue  # rejected tools have their own table on the environment page
             if isinstance(value, dict):
                 value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "–"
             elif isinstance(value, list):
@@ -544,3 +599,78 @@ def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
             facts.append((key.replace("_", " "), value))
         rows.append({"stage": stage, "reached": True, "facts": facts})
     return rows
+
+
+# --- Themes: what each theme offers, what was built from it, a build action ----------------------
+
+THEMES_PER_PAGE = 25
+
+
+@console_page
+def theme_list(request):
+    """Every theme with its tools, category and environments; reviewers build one."""
+    from environments.build.theme_model import theme_tools
+    from environments.models import Theme
+    from environments.themes_import import theme_dict
+
+    themes = Theme.objects.exclude(source_kind=Theme.SourceKind.DIAGNOSIS).select_related(
+        "category__parent__parent"
+    )
+    q = request.GET.get("q", "").strip()
+    if q:
+        themes = themes.filter(Q(name__icontains=q) | Q(title__icontains=q))
+    kind = request.GET.get("kind", "")
+    if kind in Theme.SourceKind.values:
+        themes = themes.filter(source_kind=kind)
+    page = page_of(request, themes.order_by("name", "pk"), THEMES_PER_PAGE)
+    ids = [t.pk for t in page.object_list]
+    built: dict[int, list[Environment]] = {}
+    for environment in Environment.objects.filter(theme_id__in=ids).only(
+        "id", "name", "version", "status", "tool_count", "theme_id"
+    ):
+        built.setdefault(environment.theme_id, []).append(environment)
+    for theme in page.object_list:
+        theme.tool_list = [t.get("name", "") for t in theme_tools(theme_dict(theme))]
+        theme.built = built.get(theme.pk, [])
+    return render(
+        request,
+        "environments/themes.html",
+        {"page": page, "q": q, "kind": kind, "kinds": Theme.SourceKind.choices},
+    )
+
+
+@login_required
+@role_required(REVIEWER)
+@require_http_methods(["POST"])
+def theme_build(request, pk: int):
+    """Queue the build of one theme and show its progress."""
+    from environments.build import submit
+    from environments.build.request import BuildRequestError
+
+    fields = {k: request.POST.get(k, "").strip() for k in ("name", "title", "category")}
+    fields = {k: v for k, v in fields.items() if v}
+    try:
+        build_request = submit.theme_request(pk, **fields)
+    except BuildRequestError as exc:
+        from django.contrib import messages
+
+        messages.error(request, str(exc))
+        return redirect("theme-list")
+    job = submit.queue_build(build_request, request.user)
+    return redirect("environment-build", job=job.pk)
+
+
+@console_page
+def yield_page(request):
+    """The build yield summed over all builds, per origin."""
+    from environments.build_yield import FUNNEL, LABELS, yield_summary
+
+    summary = yield_summary(Environment.objects.all())
+    rows = []
+    for origin, group in sorted(summary["origins"].items(), key=lambda i: (i[0] == "all", i[0])):
+        rows.append({"origin": origin, **group, "steps": [group[s] for s in FUNNEL]})
+    return render(
+        request,
+        "environments/yield.html",
+        {"rows": rows, "labels": [LABELS[s] for s in FUNNEL]},
+    )

@@ -134,6 +134,7 @@ def publish(
     tools: dict,
     report: dict,
     progress: Progress = _quiet,
+    extra_manifest: dict | None = None,
 ) -> str:
     """Publish: write the package (verified tools only) with write_package; returns its path."""
     from environments.package import write_package
@@ -169,6 +170,7 @@ def publish(
             "tools": verified.manifest_tools(names),
             "tool_kinds": {n: verified.kinds[n] for n in names},
             "tables": tables,
+            **(extra_manifest or {}),
         }
         progress(0.5, f"publishing {len(names)} tools")
         path = write_package(
@@ -317,7 +319,7 @@ def run_pipeline(
             designed["llm_tools"],
             spec["category"],
             threshold=request.options.threshold,
-            min_tools=request.options.min_tools,
+            min_tools=request.min_tools,
             pool=pool,
             progress=span("verify"),
         ),
@@ -330,7 +332,7 @@ def run_pipeline(
             "verified": len(report["verified_tools"]),
             "rejected": len(report.get("verdicts", [])) - len(report["verified_tools"]),
             "threshold": request.options.threshold,
-            "min_tools": request.options.min_tools,
+            "min_tools": request.min_tools,
             "passed": bool(report["verified"]),
             "summary": report.get("summary", ""),
         },

@@ -1,7 +1,8 @@
 """What a build is asked to do: a typed request, and the built-in sources it may name.
 
-A `BuildRequest` names its origin (a built-in source, an uploaded file; later a theme or a live
-MCP server), the environment's name, title and category, and options. It travels as JSON in the
+A `BuildRequest` names its origin (a built-in source, an uploaded file, a stored theme, or a live
+MCP server given by its stdio command or URL), the environment's name, title and category, and
+options. It travels as JSON in the
 job's arguments (`as_dict` / `from_dict`) and is validated before a job is queued.
 """
 
@@ -28,11 +29,23 @@ class BuildRequestError(ValueError):
 class Origin(StrEnum):
     SOURCE = "source"  # a built-in source of sources.json
     UPLOAD = "upload"  # one uploaded file, stored under AW_STORAGE_ROOT/uploads/<uuid>/
-    THEME = "theme"  # reserved: a theme's synthesized database
-    MCP = "mcp"  # reserved: a live MCP server's tools
+    THEME = "theme"  # a stored theme (Theme row): its tools over a database inferred from it
+    MCP = "mcp"  # a live MCP server (stdio command or URL): imported as a theme, then built
 
 
-SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD)
+SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD, Origin.THEME, Origin.MCP)
+THEME_ORIGINS = (Origin.THEME, Origin.MCP)
+OPTION_NAMES = ("threshold", "min_tools", "use_llm", "rows", "data_source")
+
+
+def theme_min_tools() -> int:
+    """Verified tools a theme build needs by default (AW_THEME_MIN_TOOLS, default 3)."""
+    import os
+
+    try:
+        return max(1, int(os.environ.get("AW_THEME_MIN_TOOLS", "3")))
+    except ValueError:
+        return 3
 
 
 @dataclass(frozen=True)
@@ -82,24 +95,36 @@ class CategoryPath:
 @dataclass(frozen=True)
 class BuildOptions:
     threshold: float = 0.5  # a tool needs this test accuracy in the sandbox
-    min_tools: int = 5  # an environment needs this many verified tools
+    min_tools: int | None = None  # verified tools needed; None: 5, or AW_THEME_MIN_TOOLS (themes)
     use_llm: bool = True  # ask the configured LLM for domain tools (when one is configured)
+    rows: int = 12  # theme builds: rows per table when the generator makes them
+    data_source: str = ""  # theme builds: a built-in source for rows; "" = closest match; "none"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> BuildOptions:
         data = data or {}
-        unknown = set(data) - {"threshold", "min_tools", "use_llm"}
+        unknown = set(data) - set(OPTION_NAMES)
         if unknown:
             raise BuildRequestError(f"unknown build options: {', '.join(sorted(unknown))}")
-        options = cls(
-            threshold=float(data.get("threshold", cls.threshold)),
-            min_tools=int(data.get("min_tools", cls.min_tools)),
-            use_llm=bool(data.get("use_llm", cls.use_llm)),
-        )
+        try:
+            min_tools = data.get("min_tools")
+            options = cls(
+                threshold=float(data.get("threshold", cls.threshold)),
+                min_tools=None if min_tools in (None, "") else int(min_tools),
+                use_llm=bool(data.get("use_llm", cls.use_llm)),
+                rows=int(data.get("rows", cls.rows)),
+                data_source=str(data.get("data_source") or "").strip(),
+            )
+        except (TypeError, ValueError) as exc:
+            raise BuildRequestError(f"build options: {exc}") from exc
         if not 0.0 <= options.threshold <= 1.0:
             raise BuildRequestError("options.threshold must be between 0 and 1")
-        if not 1 <= options.min_tools <= 1000:
+        if options.min_tools is not None and not 1 <= options.min_tools <= 1000:
             raise BuildRequestError("options.min_tools must be between 1 and 1000")
+        if not 1 <= options.rows <= 500:
+            raise BuildRequestError("options.rows must be between 1 and 500")
+        if options.data_source not in ("", "none"):
+            builtin_source(options.data_source)
         return options
 
 
@@ -110,6 +135,8 @@ class BuildRequest:
     files: tuple[str, ...] = ()  # origin=upload: the stored upload path(s)
     filename: str = ""  # origin=upload: the file's original name, as the user sent it
     upload_dir: str = ""  # origin=upload: AW_STORAGE_ROOT/uploads/<uuid>/, removed after the build
+    theme: int = 0  # origin=theme: the Theme row's id
+    mcp: str = ""  # origin=mcp: the server's stdio command line or its http(s) URL
     name: str = ""  # the environment name (a slug); default: the source or the file's stem
     title: str = ""
     description: str = ""
@@ -133,6 +160,16 @@ class BuildRequest:
         )
 
     @classmethod
+    def for_theme(cls, theme: int, theme_name: str = "", **fields: Any) -> BuildRequest:
+        if theme_name and not fields.get("name"):
+            fields["name"] = default_name(theme_name)
+        return cls.create(origin=Origin.THEME, theme=theme, **fields)
+
+    @classmethod
+    def for_mcp(cls, server: str, **fields: Any) -> BuildRequest:
+        return cls.create(origin=Origin.MCP, mcp=server, **fields)
+
+    @classmethod
     def create(cls, **fields: Any) -> BuildRequest:
         """A validated request with defaults filled in from the built-in source or the file."""
         try:
@@ -150,6 +187,8 @@ class BuildRequest:
         files = tuple(str(f) for f in fields.pop("files", ()) or ())
         filename = str(fields.pop("filename", "") or "")
         upload_dir = str(fields.pop("upload_dir", "") or "")
+        theme = fields.pop("theme", 0) or 0
+        mcp = str(fields.pop("mcp", "") or "").strip()
         if fields:
             raise BuildRequestError(f"unknown request fields: {', '.join(sorted(fields))}")
         if origin == Origin.SOURCE:
@@ -160,6 +199,21 @@ class BuildRequest:
             category = category or CategoryPath.parse(spec["category"])
             if files:
                 raise BuildRequestError("a built-in source build takes no files")
+        elif origin in THEME_ORIGINS:
+            if source:
+                raise BuildRequestError("give a theme, an MCP server or a built-in source, not two")
+            if origin == Origin.THEME:
+                try:
+                    theme = int(theme)
+                except (TypeError, ValueError) as exc:
+                    raise BuildRequestError(f"theme {theme!r} is not a theme id") from exc
+                if theme < 1:
+                    raise BuildRequestError("a theme build needs the theme's id")
+                text["name"] = text["name"] or f"theme_{theme}"
+            else:
+                mcp_target(mcp)  # refuses what cannot be an MCP server
+                text["name"] = text["name"] or default_name(mcp_stem(mcp))
+            # title and description default to the theme's, read when the build starts
         else:
             if source:
                 raise BuildRequestError("give a built-in source or a file, not both")
@@ -178,12 +232,16 @@ class BuildRequest:
             )
         if len(text["title"]) > 200:
             raise BuildRequestError("title: at most 200 characters")
+        if origin not in THEME_ORIGINS and (theme or mcp):
+            raise BuildRequestError("a theme or an MCP server is its own origin")
         return cls(
             origin=origin,
             source=source,
             files=files,
             filename=filename,
             upload_dir=upload_dir,
+            theme=int(theme) if origin == Origin.THEME else 0,
+            mcp=mcp if origin == Origin.MCP else "",
             name=text["name"],
             title=text["title"],
             description=text["description"][:2000],
@@ -200,6 +258,8 @@ class BuildRequest:
             "files": list(self.files),
             "filename": self.filename,
             "upload_dir": self.upload_dir,
+            "theme": self.theme,
+            "mcp": self.mcp,
             "name": self.name,
             "title": self.title,
             "description": self.description,
@@ -222,7 +282,18 @@ class BuildRequest:
         """The job's target label."""
         if self.origin == Origin.SOURCE:
             return f"source:{self.source}"
+        if self.origin == Origin.THEME:
+            return f"theme:{self.theme}"
+        if self.origin == Origin.MCP:
+            return f"mcp:{self.mcp}"[:200]
         return f"upload:{self.filename or Path(self.files[0]).name}"
+
+    @property
+    def min_tools(self) -> int:
+        """Verified tools the environment needs (the option, else the origin's default)."""
+        if self.options.min_tools is not None:
+            return self.options.min_tools
+        return theme_min_tools() if self.origin in THEME_ORIGINS else 5
 
     def spec(self, category: CategoryPath | None = None) -> dict[str, Any]:
         """The plain spec dict the stages and the draft row read."""
@@ -235,6 +306,40 @@ class BuildRequest:
             "datasets": self.datasets,
             "files": list(self.files),
         }
+
+
+def mcp_target(server: str) -> str | list[str]:
+    """An MCP server as import_mcp_server takes it: the URL, or the command as a list."""
+    import shlex
+
+    server = (server or "").strip()
+    if not server:
+        raise BuildRequestError("an MCP build needs the server's command or URL")
+    if len(server) > 1000:
+        raise BuildRequestError("the MCP server command or URL is longer than 1000 characters")
+    if server.startswith(("http://", "https://")):
+        return server
+    if "://" in server:
+        raise BuildRequestError(f"{server!r}: an MCP URL must be http(s)")
+    try:
+        command = shlex.split(server)
+    except ValueError as exc:
+        raise BuildRequestError(f"MCP command {server!r}: {exc}") from exc
+    if not command:
+        raise BuildRequestError("an MCP build needs the server's command or URL")
+    return command
+
+
+def mcp_stem(server: str) -> str:
+    """A name for a server: the token naming the package or script ("server-memory")."""
+    target = mcp_target(server)
+    if isinstance(target, str):
+        host = re.sub(r"^https?://", "", target).split("/")[0].split(":")[0]
+        return host.replace(".", "_") or "mcp_server"
+    tokens = [t for t in target if not t.startswith("-")]
+    named = [t for t in tokens if "mcp" in t.lower() or "server" in t.lower()]
+    chosen = (named or tokens[-1:] or ["mcp_server"])[-1]
+    return Path(chosen.rstrip("/")).name.split("@")[0] or "mcp_server"
 
 
 def default_name(stem: str) -> str:

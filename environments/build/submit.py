@@ -37,6 +37,27 @@ def upload_request(stored: StoredUpload, **fields: Any) -> BuildRequest:
         raise
 
 
+def theme_request(theme: Any, **fields: Any) -> BuildRequest:
+    """A request to build a stored theme (refused when there is no such theme)."""
+    from environments.models import Theme
+
+    try:
+        theme_id = int(theme)
+    except (TypeError, ValueError) as exc:
+        raise BuildRequestError(f"theme {theme!r} is not a theme id") from exc
+    row = Theme.objects.filter(pk=theme_id).first()
+    if row is None:
+        raise BuildRequestError(f"no theme with id {theme_id}")
+    if row.source_kind == Theme.SourceKind.DIAGNOSIS:
+        raise BuildRequestError(f"theme {theme_id} is an arena diagnosis, not a buildable theme")
+    return BuildRequest.for_theme(row.pk, row.name, **fields)
+
+
+def mcp_request(server: str, **fields: Any) -> BuildRequest:
+    """A request to import a live MCP server (stdio command or http(s) URL), then build it."""
+    return BuildRequest.for_mcp(server, **fields)
+
+
 def queue_build(request: BuildRequest, user: Any = None) -> Job:
     """The `environments.build` job for a validated request (dispatched on commit)."""
     try:

@@ -74,30 +74,45 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
         raise ThemeError(f"{source}: OpenAPI info.title is missing")
     tools = []
     for path, item in (doc.get("paths") or {}).items():
+        item = _deref(item or {}, doc)
         for method in _HTTP_METHODS:
-            op = (item or {}).get(method)
+            op = item.get(method)
             if not isinstance(op, dict):
                 continue
             props, required = {}, []
-            for param in op.get("parameters", []) + (item or {}).get("parameters", []):
-                if "$ref" in param:
+            for param in _deref(op.get("parameters", []) + item.get("parameters", []), doc):
+                if (
+                    not isinstance(param, dict)
+                    or not param.get("name")
+                    or param.get("in") == "cookie"
+                ):
                     continue
                 props[param["name"]] = dict(param.get("schema") or {"type": "string"})
                 if param.get("description"):
                     props[param["name"]]["description"] = param["description"]
-                if param.get("required"):
+                if param.get("required") and param["name"] not in required:
                     required.append(param["name"])
-            body = ((op.get("requestBody") or {}).get("content") or {}).get("application/json")
-            schema = (body or {}).get("schema") or {}
-            props.update(schema.get("properties") or {})
-            required += schema.get("required") or []
+            http = {"method": method.upper(), "path": path}
+            body = _deref(op.get("requestBody") or {}, doc)
+            content = body.get("content") or {}
+            media = next((m for m in _BODY_MEDIA if m in content), next(iter(content), ""))
+            if media:
+                http["body"] = media
+                schema = (content[media] or {}).get("schema") or {}
+                if schema.get("type", "object") == "object" and schema.get("properties"):
+                    props.update(schema["properties"])
+                    required += [r for r in schema.get("required") or [] if r not in required]
+                elif schema:
+                    props["body"] = schema
+                    if body.get("required"):
+                        required.append("body")
             name = op.get("operationId") or slug(f"{method}_{path}")
             tools.append(
                 {
                     "name": name,
                     "description": op.get("summary") or op.get("description") or f"{method} {path}",
                     "parameters": {"type": "object", "properties": props, "required": required},
-                    "http": {"method": method.upper(), "path": path},
+                    "http": http,
                 }
             )
     if not tools:
@@ -105,6 +120,29 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
     return _theme(
         info["title"], info["title"], info.get("description", ""), "tool_doc", doc, source, tools
     )
+
+
+_BODY_MEDIA = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _deref(value: Any, doc: dict, depth: int = 6) -> Any:
+    """Local `#/...` references replaced by what they point to (cycles cut at `depth`), so a
+    tool's parameter schema stands on its own, as a client of the API sends it."""
+    if isinstance(value, list):
+        return [_deref(v, doc, depth) for v in value]
+    if not isinstance(value, dict):
+        return value
+    ref = value.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        if depth <= 0:
+            return {"type": "object"}
+        target: Any = doc
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        rest = {k: v for k, v in value.items() if k != "$ref"}
+        return _deref({**target, **rest} if isinstance(target, dict) else rest, doc, depth - 1)
+    return {k: _deref(v, doc, depth) for k, v in value.items()}
 
 
 def parse_function_schemas(doc: Any, source: str = "tools") -> dict:

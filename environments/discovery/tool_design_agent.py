@@ -13,6 +13,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from environments.python_source import python_name
+
 from .code_safety import UnsafeCode, check_tool_source, function_sources
 from .schema import read_schema
 from .tool_generator import ToolSet, prelude_source
@@ -62,20 +64,21 @@ def parse_design(answer: dict) -> tuple[ToolSet, list[str]]:
             source = "\n".join(imports) + "\n\n" + item["source"]
             check_tool_source(source, f"{name}.py")
             functions = function_sources(item["source"])
-            if name not in functions:
-                raise UnsafeCode(f"source does not define {name}()")
+            function = python_name(str(name))
+            if function not in functions:
+                raise UnsafeCode(f"source does not define {function}()")
             tests = []
             for test in item.get("tests", []):
                 check_tool_source(test, f"test_{name}.py")
                 tests += [
                     src
                     for fn, src in function_sources(test).items()
-                    if fn.startswith(f"test_{name}__")
+                    if fn.startswith(f"test_{function}__")
                 ]
         except (UnsafeCode, KeyError, TypeError) as exc:
             problems.append(f"{name}: {exc}")
             continue
-        tools.functions[name] = functions[name]
+        tools.functions[name] = functions[function]
         tools.schemas[name] = {
             "type": "function",
             "function": {
@@ -107,3 +110,58 @@ def design_domain_tools(settings, db_path: Path | str, theme: dict) -> ToolSet:
         return ToolSet(prelude=prelude_source())
     tools, _problems = parse_design(answer)
     return tools
+
+
+_THEME_SYSTEM = (
+    _SYSTEM
+    + " Implement exactly the tools listed under THEME TOOLS: the same names and parameters "
+    "(a client already knows them), with the business rules their descriptions imply "
+    "(existence checks, allowed state changes, references that must exist), over the tables "
+    "shown. Each tool's tests must use values from the rows shown."
+)
+
+
+def design_theme_tools(
+    settings, db_path: Path | str, theme: dict, plans: list
+) -> tuple[ToolSet, list[str]]:
+    """The LLM's implementation of every theme tool (same names and schemas) with tests.
+
+    Returns the tools that pass the static checks and one problem line per tool dropped
+    (unsafe or broken code, a name that is not a theme tool). An unusable answer raises
+    LLMError: the caller reports it, it is never silently replaced."""
+    from aw_site.llm import LLMError, complete_json
+
+    surface = [
+        {"name": p.name, "description": p.description, "parameters": p.parameters}
+        for p in plans
+        if "function name" not in p.rejected
+    ]
+    messages = [
+        {"role": "system", "content": _THEME_SYSTEM},
+        {
+            "role": "user",
+            "content": f"Environment: {theme.get('title') or theme.get('name')}: "
+            f"{theme.get('description', '')[:1500]}\n\nTHEME TOOLS: {json.dumps(surface)[:12000]}"
+            f"\n\n{describe_database(db_path)}",
+        },
+    ]
+    answer = complete_json(settings, messages)
+    if not isinstance(answer, dict) or not isinstance(answer.get("tools"), list):
+        raise LLMError("the tool-design answer has no 'tools' list")
+    tools, problems = parse_design(answer)
+    by_name = {p.name: p for p in plans}
+    for name in list(tools.names()):
+        plan = by_name.get(name)
+        if plan is None:
+            problems.append(f"{name}: not a tool of the theme (its surface is fixed)")
+            for part in (tools.functions, tools.schemas, tools.kinds, tools.tests, tools.origin):
+                part.pop(name, None)
+            continue
+        tools.schemas[name] = plan.schema()
+        if plan.kind and not plan.rejected:
+            tools.kinds[name] = plan.kind
+        if not tools.tests.get(name):
+            problems.append(f"{name}: came without tests")
+            for part in (tools.functions, tools.schemas, tools.kinds, tools.tests, tools.origin):
+                part.pop(name, None)
+    return tools, problems

@@ -43,6 +43,11 @@ HEADER = struct.Struct(">I")
 _live_threads = _thread._count  # threads started since the worker began (it has none itself)
 
 
+def _function_name(tool):
+    """The function of a tool: `get-stations` lives in `def get_stations` (python_source.python_name)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in tool)
+
+
 class CallTimeout(BaseException):
     """Raised by the wall-clock timer inside a call (BaseException: `except Exception` misses it)."""
 
@@ -145,7 +150,11 @@ class Worker:
         with open(source_path, encoding="utf-8") as handle:
             source = handle.read()
         namespace = self._exec_source(source, source_path, "aw_tools_" + request["key"])
-        tools = {name: namespace[name] for name in request["schemas"] if name in namespace}
+        tools = {
+            name: namespace[_function_name(name)]
+            for name in request["schemas"]
+            if _function_name(name) in namespace
+        }
         state_path = os.path.join(directory, "state.sqlite")
         in_memory = os.path.getsize(state_path) <= self.config["in_memory_max_bytes"]
         source_db = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)

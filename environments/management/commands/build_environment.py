@@ -1,7 +1,11 @@
-"""Build one environment from a file or a built-in source through the `environments.build` job.
+"""Build one environment through the `environments.build` job: from a data file, a built-in
+source, a stored theme or a live MCP server (imported as a theme, then built).
 
     python manage.py build_environment --file PATH [--name N] [--title T] [--category "P/S/T"]
     python manage.py build_environment --source NAME
+    python manage.py build_environment --theme ID [--file DATA] [--min-tools N]
+    python manage.py build_environment --mcp "npx -y @modelcontextprotocol/server-memory"
+    python manage.py build_environment --mcp http://127.0.0.1:8100/mcp
 
 The file is copied under AW_STORAGE_ROOT/uploads/<uuid>/ (the build removes the copy, never the
 original) and probed before the job is queued. Without a broker the job runs in this process;
@@ -32,6 +36,22 @@ class Command(BaseCommand):
         origin.add_argument(
             "--source", help="a built-in source name (environments/build/sources.json)"
         )
+        origin.add_argument("--theme", type=int, help="a stored theme's id (see /themes/)")
+        origin.add_argument(
+            "--mcp", help="a live MCP server: its stdio command line (quoted) or its http(s) URL"
+        )
+        parser.add_argument(
+            "--data", default="", help="theme builds: a data file whose rows the theme's tables use"
+        )
+        parser.add_argument(
+            "--data-source",
+            default="",
+            help='theme builds: a built-in source for rows ("none": generated rows only)',
+        )
+        parser.add_argument("--min-tools", type=int, default=None, help="verified tools needed")
+        parser.add_argument(
+            "--rows", type=int, default=None, help="theme builds: generated rows per table"
+        )
         parser.add_argument("--name", default="", help="environment name (default: file stem)")
         parser.add_argument("--title", default="")
         parser.add_argument("--description", default="")
@@ -44,7 +64,13 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
 
     def handle(self, *args, file, source, name, title, description, category, no_wait, timeout,
+               theme=None, mcp=None, data="", data_source="", min_tools=None, rows=None,
                **options):  # fmt: skip
+        build_options = {
+            k: v
+            for k, v in {"min_tools": min_tools, "rows": rows, "data_source": data_source}.items()
+            if v not in (None, "")
+        }
         fields = {
             k: v
             for k, v in {
@@ -55,12 +81,30 @@ class Command(BaseCommand):
             }.items()
             if v
         }
+        if build_options:
+            fields["options"] = build_options
         try:
-            if file:
+            if theme is not None or mcp:
+                if data:
+                    stored = store_local_file(data)
+                    fields.update(
+                        files=[str(stored.path)],
+                        filename=stored.filename,
+                        upload_dir=str(stored.directory),
+                    )
+                if theme is not None:
+                    request = submit.theme_request(theme, **fields)
+                else:
+                    request = submit.mcp_request(mcp, **fields)
+            elif file:
                 request = submit.upload_request(store_local_file(file), **fields)
             else:
                 request = submit.source_request(source, **fields)
         except BuildRequestError as exc:
+            if fields.get("upload_dir"):
+                from environments.build.uploads import remove_upload
+
+                remove_upload(fields["upload_dir"])
             raise CommandError(str(exc)) from exc
         job = submit.queue_build(request)
         self.stdout.write(f"job #{job.pk} {job.kind} {request.target} queued")

@@ -1,0 +1,427 @@
+"""Rows for a theme's database: the closest local data where one matches, else a generator.
+
+`build_theme_database(model, target, candidates, rows, seed)` writes one SQLite database with a
+table per entity of the theme model (declared keys and foreign keys, JSON columns for arrays and
+embedded objects) and records provenance for every table:
+
+- a table of a local data source (a built-in source's mined database, or an upload) whose
+  columns match the entity's fields by name gives its rows, for the matched columns
+  (kind "package" or "file");
+- every value no source gives comes from a deterministic generator (seeded by the theme) that
+  honours the field's type, format (date, date-time, email, uri, uuid), enum, minimum/maximum,
+  uniqueness of keys and references to other entities; those tables or columns are recorded
+  with kind "synthetic", so the console can say which rows are invented.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from environments.discovery.naming import plural, singular
+from environments.discovery.schema import read_schema
+from environments.discovery.sources.base import store_provenance
+
+from .theme_model import EntitySpec, FieldSpec, ThemeModel, entity_order, snake, words
+
+SYNTHETIC = "synthetic"
+_NOUNS = (
+    "amber apple atlas birch cedar comet coral delta ember falcon fern garnet harbor iris jade "
+    "juniper kestrel lagoon lotus maple meadow nova onyx orchid pebble quartz raven river saffron "
+    "sierra sparrow summit thistle topaz tundra umber valley willow zephyr"
+).split()
+_SURNAMES = "Garcia Okafor Lindqvist Tanaka Moreau Novak Haddad Kowalski Silva Brennan".split()
+_GIVEN = "Ada Bruno Chiara Dmitri Elena Farid Greta Hiro Imani Jonas Kira Luca".split()
+_SENTENCE = (
+    "checked updated reviewed prefers likes visited noted scheduled reported shared the a "
+    "weekly monthly project meeting budget garden library kitchen travel notes plan draft"
+).split()
+_TEXT_NAMES = (
+    "description",
+    "content",
+    "message",
+    "text",
+    "body",
+    "note",
+    "notes",
+    "summary",
+    "comment",
+    "observation",
+    "observations",
+    "contents",
+    "bio",
+    "details",
+)
+_NAME_NAMES = ("name", "title", "label", "username", "nickname")
+
+
+@dataclass
+class Candidate:
+    """A table of a local data source that may give an entity its rows."""
+
+    label: str  # "built-in source airports" / "upload cities.csv"
+    kind: str  # package | file
+    db_path: str
+    table: str
+
+
+def candidate_tables(db_path: str | Path, label: str, kind: str) -> list[Candidate]:
+    return [Candidate(label, kind, str(db_path), name) for name in read_schema(db_path)]
+
+
+def builtin_matches(model: ThemeModel) -> list[str]:
+    """Built-in sources whose name or title names an entity of the theme (airport ~ airports)."""
+    from .request import builtin_sources
+
+    entities = {n for n in model.entities} | {plural(n) for n in model.entities}
+    found = []
+    for spec in builtin_sources():
+        names = {spec["name"], singular(spec["name"])} | {
+            snake(d) for d in spec.get("datasets", [])
+        }
+        tail = {n.split("_")[-1] for n in names}
+        if entities & (names | tail):
+            found.append(spec["name"])
+    return found
+
+
+def _norm(name: str) -> str:
+    return "".join(words(name))
+
+
+def match_table(entity: EntitySpec, candidates: list[Candidate]) -> tuple[Candidate, dict] | None:
+    """The candidate whose columns cover most of the entity's fields: (candidate, field->column)."""
+    best: tuple[int, Candidate, dict] | None = None
+    visible = [n for n, f in entity.fields.items() if not f.hidden and f.type != "object"]
+    for candidate in candidates:
+        with sqlite3.connect(f"file:{candidate.db_path}?mode=ro", uri=True) as conn:
+            columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{candidate.table}")')]
+        by_norm = {_norm(c): c for c in columns}
+        mapping = {}
+        for name in visible:
+            column = by_norm.get(_norm(name))
+            if column is None and _norm(name).startswith(_norm(entity.name)):
+                column = by_norm.get(_norm(name)[len(_norm(entity.name)) :])
+            if column is not None:
+                mapping[name] = column
+        table_named = singular(candidate.table) == entity.name or candidate.table == entity.table
+        score = len(mapping) + (2 if table_named else 0)
+        enough = len(mapping) >= 2 and len(mapping) * 2 >= len(visible)
+        if (enough or (table_named and mapping)) and (best is None or score > best[0]):
+            best = (score, candidate, mapping)
+    return None if best is None else (best[1], best[2])
+
+
+# --- the generator ------------------------------------------------------------------------------
+
+
+class Generator:
+    """Deterministic values for one theme (the same theme and seed give the same database)."""
+
+    def __init__(self, seed: str) -> None:
+        self.seed = seed
+
+    def rng(self, *parts: Any) -> random.Random:
+        digest = hashlib.sha256("/".join([self.seed, *map(str, parts)]).encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def value(self, entity: EntitySpec, spec: FieldSpec, index: int, refs: dict[str, list]) -> Any:
+        rng = self.rng(entity.name, spec.name, index)
+        name = snake(spec.name)
+        if spec.ref:
+            keys = refs.get(spec.ref) or []
+            if not keys:
+                return None
+            if spec.ref == entity.name:  # a reference to an earlier row of the same table
+                earlier = keys[:index]
+                return earlier[index % len(earlier)] if earlier and index % 3 else None
+            return keys[(index * 7 + rng.randrange(3)) % len(keys)]
+        if spec.enum and spec.type != "array":
+            return spec.enum[index % len(spec.enum)]
+        kind = spec.type
+        if kind == "integer":
+            low = (
+                int(spec.minimum)
+                if spec.minimum is not None
+                else (1 if "quant" in name or "count" in name else 0)
+            )
+            high = int(spec.maximum) if spec.maximum is not None else max(low + 10, 100)
+            return rng.randint(low, high)
+        if kind == "number":
+            low = float(spec.minimum) if spec.minimum is not None else 1.0
+            high = float(spec.maximum) if spec.maximum is not None else 500.0
+            return round(rng.uniform(low, high), 2)
+        if kind == "boolean":
+            return index % 2 == 0
+        if kind == "date":
+            return f"2024-{1 + (index * 5 + rng.randrange(3)) % 12:02d}-{1 + rng.randrange(28):02d}"
+        if kind == "datetime":
+            return (
+                f"2024-{1 + (index * 5) % 12:02d}-{1 + rng.randrange(28):02d}"
+                f"T{rng.randrange(24):02d}:{rng.randrange(60):02d}:00"
+            )
+        if kind == "array":
+            if spec.object_ref:
+                keys = refs.get(spec.object_ref + ":rows") or []
+                return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))]
+            count = 1 + rng.randrange(3)
+            if spec.enum:
+                return sorted(
+                    {spec.enum[(index + k) % len(spec.enum)] for k in range(count)},
+                    key=spec.enum.index,
+                )
+            if spec.items in ("integer", "number"):
+                return [rng.randint(1, 100) for _ in range(count)]
+            return [self.text(rng, name, index, k) for k in range(count)]
+        if kind == "object":
+            if spec.object_ref:
+                rows = refs.get(spec.object_ref + ":rows") or []
+                return rows[index % len(rows)] if rows else {}
+            return {}
+        return self.string(entity, spec, index, rng)
+
+    def text(self, rng: random.Random, name: str, index: int, part: int = 0) -> str:
+        count = 4 + rng.randrange(5)
+        chosen = [_SENTENCE[rng.randrange(len(_SENTENCE))] for _ in range(count)]
+        return f"{_NOUNS[(index + part) % len(_NOUNS)].capitalize()} " + " ".join(chosen)
+
+    def string(self, entity: EntitySpec, spec: FieldSpec, index: int, rng: random.Random) -> str:
+        name = snake(spec.name)
+        fmt = spec.format
+        noun = _NOUNS[(index * 11 + len(entity.name)) % len(_NOUNS)]
+        if fmt == "email" or "email" in name:
+            return f"{_GIVEN[index % len(_GIVEN)].lower()}.{_SURNAMES[index % len(_SURNAMES)].lower()}{index}@example.org"
+        if fmt in ("uri", "url") or name.endswith(("url", "uri")):
+            return f"https://example.org/{entity.table}/{index + 1}"
+        if fmt == "uuid" or name == "uuid":
+            return f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+        if name in ("sha", "revision", "hash", "commit", "commit_sha") or name.endswith(
+            ("_sha", "_hash")
+        ):
+            return hashlib.sha1(f"{self.seed}/{entity.name}/{index}".encode()).hexdigest()
+        if name == "path" or name.endswith("_path"):
+            return self.path(entity, index, noun)
+        if "phone" in name:
+            return f"+1-555-01{index % 100:02d}"
+        if name in ("username", "user_name", "login"):
+            return f"{_GIVEN[index % len(_GIVEN)].lower()}{index + 1}"
+        if name in ("first_name", "firstname", "given_name"):
+            return _GIVEN[index % len(_GIVEN)]
+        if name in ("last_name", "lastname", "surname", "family_name"):
+            return _SURNAMES[index % len(_SURNAMES)]
+        if any(t in name for t in ("person", "author", "owner", "member", "customer")) or (
+            name in ("name", "full_name")
+            and entity.name in ("person", "user", "member", "customer", "author")
+        ):
+            return f"{_GIVEN[index % len(_GIVEN)]} {_SURNAMES[(index * 3) % len(_SURNAMES)]}"
+        if name.split("_")[-1] in _TEXT_NAMES:
+            return self.text(rng, name, index)
+        if name.split("_")[-1] in _NAME_NAMES or name in ("name", "title"):
+            return f"{noun.capitalize()} {entity.name.replace('_', ' ')} {index + 1}"
+        if name.endswith(("_type", "type", "kind", "category")):
+            return ("primary", "secondary", "archive", "shared")[index % 4]
+        if name.endswith(("code", "_key", "key")):
+            return f"{entity.name[:3].upper()}-{index + 1:04d}"
+        return f"{noun}-{index + 1}"
+
+    def path(self, entity: EntitySpec, index: int, noun: str) -> str:
+        is_dir = any(w in entity.name for w in ("dir", "folder", "repo", "project"))
+        if is_dir:
+            return (
+                f"/workspace/{noun}"
+                if index < 4
+                else f"/workspace/{_NOUNS[index % 4 * 11 % len(_NOUNS)]}/{noun}-{index}"
+            )
+        folder = _NOUNS[(index % 4) * 11 % len(_NOUNS)]
+        return f"/workspace/{folder}/{noun}-{index + 1}.txt"
+
+
+# --- the database -------------------------------------------------------------------------------
+
+
+def _ddl(entity: EntitySpec, model: ThemeModel) -> str:
+    parts, fks = [], []
+    for name, spec in entity.fields.items():
+        column = f'"{name}" {spec.sql_type}'
+        if name == entity.key:
+            column += " PRIMARY KEY" if spec.sql_type == "INTEGER" else " PRIMARY KEY NOT NULL"
+        parts.append(column)
+        if spec.ref and spec.ref in model.entities:
+            target = model.entities[spec.ref]
+            fks.append(f'FOREIGN KEY ("{name}") REFERENCES "{target.table}" ("{target.key}")')
+    return f'CREATE TABLE "{entity.table}" ({", ".join(parts + fks)})'
+
+
+def build_theme_database(
+    model: ThemeModel,
+    target: str | Path,
+    candidates: list[Candidate] | None = None,
+    rows: int = 12,
+    seed: str = "",
+) -> dict[str, Any]:
+    """Write the database; returns {"db_path", "provenance", "synthetic_tables", "matched"}."""
+    target = Path(target)
+    target.unlink(missing_ok=True)
+    generator = Generator(seed or model.title)
+    refs: dict[str, list] = {}
+    provenance: list[dict[str, str]] = []
+    matched: dict[str, str] = {}
+    conn = sqlite3.connect(target)
+    try:
+        with conn:
+            for entity in entity_order(model):
+                conn.execute(_ddl(entity, model))
+                source = match_table(entity, candidates or []) if candidates else None
+                source_rows: list[dict] = []
+                mapping: dict[str, str] = {}
+                if source is not None:
+                    candidate, mapping = source
+                    with sqlite3.connect(f"file:{candidate.db_path}?mode=ro", uri=True) as src:
+                        src.row_factory = sqlite3.Row
+                        source_rows = [
+                            dict(r)
+                            for r in src.execute(
+                                f'SELECT * FROM "{candidate.table}" LIMIT {max(rows, 1) * 4}'
+                            )
+                        ]
+                count = min(len(source_rows), max(rows, 1) * 4) if source_rows else rows
+                written = _fill(conn, entity, generator, count, refs, source_rows, mapping)
+                keys = [row[entity.key] for row in written]
+                refs[entity.name] = keys
+                refs[entity.name + ":rows"] = [
+                    {k: v for k, v in row.items() if not entity.fields[k].hidden} for row in written
+                ]
+                generated = [
+                    n for n, f in entity.fields.items() if n not in mapping and not f.hidden
+                ]
+                if source is not None:
+                    candidate = source[0]
+                    matched[entity.table] = f"{candidate.label}: {candidate.table}"
+                    provenance.append(
+                        {
+                            "table": entity.table,
+                            "source": candidate.label,
+                            "kind": candidate.kind,
+                            "detail": f"columns {', '.join(f'{k}<-{v}' for k, v in mapping.items())} "
+                            f"from table {candidate.table}",
+                        }
+                    )
+                    if generated:
+                        provenance.append(
+                            {
+                                "table": entity.table,
+                                "source": "theme generator",
+                                "kind": SYNTHETIC,
+                                "detail": f"columns {', '.join(generated)} generated (seed "
+                                f"{generator.seed!r})",
+                            }
+                        )
+                else:
+                    provenance.append(
+                        {
+                            "table": entity.table,
+                            "source": "theme generator",
+                            "kind": SYNTHETIC,
+                            "detail": f"{len(written)} rows generated from the theme's schema "
+                            f"({', '.join(entity.origins[:3]) or 'tool parameters'}; seed "
+                            f"{generator.seed!r}): types, formats, enums and references honoured",
+                        }
+                    )
+            store_provenance(conn, provenance)
+        problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if problems:
+            raise ValueError(f"generated rows break foreign keys: {problems[:3]}")
+    finally:
+        conn.close()
+    return {
+        "db_path": str(target),
+        "provenance": provenance,
+        "synthetic_tables": sorted(
+            {
+                p["table"]
+                for p in provenance
+                if p["kind"] == SYNTHETIC and "rows generated" in p["detail"]
+            }
+        ),
+        "matched": matched,
+    }
+
+
+def _fill(
+    conn: sqlite3.Connection,
+    entity: EntitySpec,
+    generator: Generator,
+    count: int,
+    refs: dict[str, list],
+    source_rows: list[dict],
+    mapping: dict[str, str],
+) -> list[dict]:
+    written: list[dict] = []
+    seen_keys: set = set()
+    key_spec = entity.fields[entity.key]
+    for index in range(count):
+        row: dict[str, Any] = {}
+        source = source_rows[index] if index < len(source_rows) else None
+        for name, spec in entity.fields.items():
+            value = None
+            if name == entity.key and key_spec.type == "integer" and name not in mapping:
+                value = index + 1
+            elif source is not None and name in mapping:
+                value = _coerce(source.get(mapping[name]), spec)
+            if value is None and not (spec.ref and not spec.required and index % 4 == 3):
+                value = generator.value(
+                    entity, spec, index, refs | {entity.name: [r[entity.key] for r in written]}
+                )
+            row[name] = value
+        key = row[entity.key]
+        if key is None or key in seen_keys:
+            if key_spec.type == "integer":
+                key = max([k for k in seen_keys if isinstance(k, int)], default=0) + 1
+            else:
+                key = f"{key or entity.name}-{index + 1}"
+            row[entity.key] = key
+        seen_keys.add(key)
+        written.append(row)
+        columns = ", ".join(f'"{n}"' for n in row)
+        marks = ", ".join("?" for _ in row)
+        conn.execute(
+            f'INSERT INTO "{entity.table}" ({columns}) VALUES ({marks})',
+            [_store(v, entity.fields[n]) for n, v in row.items()],
+        )
+    return written
+
+
+def _coerce(value: Any, spec: FieldSpec) -> Any:
+    if value is None:
+        return None
+    if spec.enum and value not in spec.enum:
+        return None
+    try:
+        if spec.type == "integer":
+            return int(value)
+        if spec.type == "number":
+            return float(value)
+        if spec.type == "boolean":
+            return bool(value)
+        if spec.type in ("date", "datetime"):
+            text = str(value)
+            return text if re.match(r"^\d{4}-\d{2}-\d{2}", text) else None
+        if spec.type in ("array", "object"):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return str(value)
+
+
+def _store(value: Any, spec: FieldSpec) -> Any:
+    if spec.type in ("array", "object") and value is not None:
+        return json.dumps(value, sort_keys=True)
+    if spec.type == "boolean" and value is not None:
+        return 1 if value else 0
+    return value
