@@ -178,6 +178,7 @@ class ThemeViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def import_themes(self, request):
         payload = ThemeImportSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
+        submit.check_may_start_commands(request.user, payload.validated_data.get("mcp_command"))
         with transaction.atomic():
             job = enqueue(
                 "environments.import_themes",

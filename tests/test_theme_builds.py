@@ -409,3 +409,16 @@ def test_kebab_case_operation_ids_keep_their_names(reviewer_api, storage):
         f"/api/episodes/{key}/call/", {"tool": "get-stations", "arguments": {}}, format="json"
     ).json()
     assert called["ok"] is True and called["result"], called
+
+
+@pytest.mark.django_db
+def test_only_admins_start_mcp_servers_by_command(reviewer_api, storage):
+    """A command line runs on the worker host: reviewers give URLs, admins may give commands."""
+    for url, body in (
+        (URL, {"mcp": "npx -y @modelcontextprotocol/server-memory"}),
+        ("/api/themes/import/", {"mcp_command": "uvx mcp-server-time"}),
+    ):
+        response = reviewer_api.post(url, body, format="json")
+        assert response.status_code == 403, response.content
+        assert "only admins" in response.json()["error"]
+    assert not Job.objects.exists()

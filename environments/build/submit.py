@@ -58,8 +58,25 @@ def mcp_request(server: str, **fields: Any) -> BuildRequest:
     return BuildRequest.for_mcp(server, **fields)
 
 
+def check_may_start_commands(user: Any, command: str | list[str] | None) -> None:
+    """Starting an MCP server by command line runs that command on a worker host: admins only.
+    Reviewers import or build from an MCP server's http(s) URL instead."""
+    from django.core.exceptions import PermissionDenied
+
+    from aw_site.roles import ADMIN, has_role
+
+    is_url = isinstance(command, str) and command.strip().startswith(("http://", "https://"))
+    if command and not is_url and user is not None and not has_role(user, ADMIN):
+        raise PermissionDenied(
+            "starting an MCP server by command runs it on the worker host: only admins may; "
+            "give the server's http(s) URL instead"
+        )
+
+
 def queue_build(request: BuildRequest, user: Any = None) -> Job:
     """The `environments.build` job for a validated request (dispatched on commit)."""
+    if request.mcp:
+        check_may_start_commands(user, request.mcp)
     try:
         with transaction.atomic():
             return enqueue(BUILD_JOB, request.as_dict(), user=user, target=request.target)
