@@ -29,7 +29,7 @@ from arena.proposals import propose_expansions
 from arena.sampling import sample_environments
 from arena.scoreboard import Scoreboard, build_scoreboard, compare
 from aw_site.jobs import JobContext, interrupted
-from environments.models import Category, Environment
+from environments.models import Category, Environment, Theme
 from environments.runtime import SandboxPool
 from tasks.models import Task
 from tasks.records import spec_from_task
@@ -377,21 +377,43 @@ def current_version(environment: Environment | None) -> Environment:
     return newest or environment
 
 
+def theme_in_category(category: Category | None, theme_id: int | None) -> Theme | None:
+    """The theme a new-environment proposal builds: the one it names, else an imported theme in
+    the weak category (its primary) that no environment was built from yet."""
+    from environments.models import Theme
+
+    if theme_id is not None:
+        return Theme.objects.filter(pk=theme_id).first()
+    if category is None:
+        return None
+    primary = category.primary()
+    unbuilt = Theme.objects.filter(duplicate_of__isnull=True, environments__isnull=True)
+    for theme in unbuilt.select_related("category").order_by("id"):
+        if theme.category is not None and theme.category.primary() == primary:
+            return theme
+    return None
+
+
 def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext) -> dict[str, Any]:
-    """Build a new environment in the weak category: from the theme the proposal names, else
-    an unbuilt offline data source there."""
+    """Build a new environment in the weak category: from an imported theme there (the one the
+    proposal names, else the first not built yet), else an unbuilt offline data source there;
+    with an LLM configured the theme build runs the research and tool-design agents."""
+    from environments.build import submit
     from environments.build.request import BuildRequest, builtin_sources
     from environments.jobs import run_build
 
     category = proposal.category
+    theme = theme_in_category(category, params.theme)
+    if theme is not None:
+        return run_build(ctx, submit.theme_request(theme.pk), fail_on_reject=False)
     wanted = category.primary().name if category else None
     built = set(Environment.objects.values_list("name", flat=True)) | set(params.exclude)
     for spec in builtin_sources():
         if spec["category"]["primary"] == wanted and spec["name"] not in built:
             return run_build(ctx, BuildRequest.for_source(spec["name"]), fail_on_reject=False)
     raise ValueError(
-        f"no unbuilt offline data source in {wanted or 'that category'}; import a theme there "
-        "(it becomes an environment) or configure AW_LLM_BASE_URL for the research agent"
+        f"no theme and no unbuilt offline data source in {wanted or 'that category'}: import a "
+        "theme there (POST /api/themes/import/) and it becomes the new environment"
     )
 
 

@@ -95,3 +95,19 @@ def test_bad_parameters_are_refused_on_save():
         ExpansionProposal.objects.create(
             round=evolution_round, kind="complexify_database", params={"tasks": -1}
         )
+
+
+@pytest.mark.django_db
+def test_a_new_environment_proposal_builds_an_unbuilt_theme_of_its_category():
+    from arena.steps import theme_in_category
+    from environments.models import Theme
+
+    shopping = factories.make_category("Shopping", "Books", "Bookstore")
+    travel = factories.make_category("Travel", "Flights", "Airports")
+    built = Theme.objects.create(name="shop-a", source_kind="prd", category=shopping)
+    factories.make_environment("shop_a", category=shopping, theme=built)
+    Theme.objects.create(name="trip", source_kind="prd", category=travel)
+    wanted = Theme.objects.create(name="shop-b", source_kind="mcp_spec", category=shopping)
+    assert theme_in_category(shopping, None) == wanted
+    assert theme_in_category(travel.primary(), built.pk) == built  # the one it names wins
+    assert theme_in_category(factories.make_category("Health", "Clinics", "Dental"), None) is None
