@@ -64,7 +64,7 @@ def synthesize_specs(
             difficulty = Difficulty(
                 steps=length,
                 writes=min(write_steps, length),
-                branching=1 if length >= 4 else 0,
+                joins=1 if length >= 4 else 0,
                 distractors=min(2 + length, 10),
             )
             specs.extend(synthesizer.synthesize(share, difficulty, seed=seed + 10_007 * index))

@@ -88,8 +88,9 @@ def _reference(steps: list[dict[str, Any]], nodes: dict[str, ToolNode], binding)
     if item is None:
         owner = f"the {_thing(node)} from {where}"
     elif binding.get("sorted_by"):
+        end = "last" if binding.get("descending") else "first"
         owner = (
-            f"the first {_thing(node)} returned in {where} "
+            f"the {end} {_thing(node)} returned in {where} "
             f"when sorted by {words(binding['sorted_by'])}"
         )
     elif "result" in source and _rows(source) == 1:
@@ -149,11 +150,8 @@ def _aggregate_phrase(node: ToolNode, arguments: dict[str, Any], where: str = ""
 AGGREGATE_PARAMS = ("metric", "column", "group_by")
 
 
-def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
-    step = steps[index]
-    node = nodes[step["tool"]]
-    bindings = step.get("inputs", {})
-    arguments = step["arguments"]
+def _action_text(node: ToolNode, arguments: dict[str, Any], bindings, steps, nodes) -> str:
+    """One step's action as a sentence ("Look up the book with id equal to ...")."""
     action = node.action
     shown = (
         {n: v for n, v in arguments.items() if n not in AGGREGATE_PARAMS}
@@ -168,24 +166,59 @@ def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, Tool
     with_args = f" with {args}" if args else ""
     thing = _thing(node)
     if action == "get":
-        text = f"Look up the {thing}{with_args}."
-    elif action in ("search", "list"):
-        text = f"Find the {_things(node)}{with_args}." if args else f"List all {_things(node)}."
-    elif action == "count":
-        text = f"Count the {_things(node)}{with_args}."
-    elif action == "aggregate":
+        return f"Look up the {thing}{with_args}."
+    if action in ("search", "list"):
+        return f"Find the {_things(node)}{with_args}." if args else f"List all {_things(node)}."
+    if action == "count":
+        return f"Count the {_things(node)}{with_args}."
+    if action == "aggregate":
         where = f" with {args}" if args else ""
-        text = f"Compute {_aggregate_phrase(node, arguments, where)}."
-    elif action == "create":
-        text = f"Create a new {thing}{with_args}."
-    elif action == "update":
-        text = f"Update the {thing}: {args}." if args else f"Update the {thing}."
-    elif action == "delete":
-        text = f"Delete the {thing}{with_args}."
-    else:
-        verb = node.name.split("_")[0]
-        text = f"{verb.capitalize()} the {_things(node)}{with_args}."
-    return f"Step {index + 1}: {text}"
+        return f"Compute {_aggregate_phrase(node, arguments, where)}."
+    if action == "create":
+        return f"Create a new {thing}{with_args}."
+    if action == "update":
+        return f"Update the {thing}: {args}." if args else f"Update the {thing}."
+    if action == "delete":
+        return f"Delete the {thing}{with_args}."
+    verb = node.name.split("_")[0]
+    return f"{verb.capitalize()} the {_things(node)}{with_args}."
+
+
+def test_words(branch: dict[str, Any]) -> str:
+    """ "is above 7" or "is "Adelie"": what a branch tests its value against."""
+    if branch["test"] == "above":
+        return f"is above {fmt(branch['value'])}"
+    return f"is {fmt(branch['value'])}"
+
+
+def branch_actions(step: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(arguments if the condition holds, arguments otherwise) of a conditional step."""
+    other = step["branch"]["other"]["arguments"]
+    return (step["arguments"], other) if step["branch"]["holds"] else (other, step["arguments"])
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
+    step = steps[index]
+    node = nodes[step["tool"]]
+    bindings = step.get("inputs", {})
+    branch = step.get("branch")
+    if not branch:
+        return f"Step {index + 1}: {_action_text(node, step['arguments'], bindings, steps, nodes)}"
+    where = f"step {branch['step'] + 1}"
+    subject = (
+        f"the result of {where}" if branch["field"] is None else _reference(steps, nodes, branch)
+    )
+    texts = []
+    for arguments in branch_actions(step):
+        same = {n: b for n, b in bindings.items() if arguments.get(n) == step["arguments"].get(n)}
+        texts.append(_lower_first(_action_text(node, arguments, same, steps, nodes)).rstrip("."))
+    return (
+        f"Step {index + 1}: If {subject} {test_words(branch)}, {texts[0]}; otherwise, {texts[1]}."
+    )
 
 
 def describe_answer(spec: dict[str, Any], steps, nodes: dict[str, ToolNode]) -> str:
@@ -227,18 +260,63 @@ class GoalPhrases:
         self.nodes = nodes
         # (step, param) -> (column, value): a sampled key told by another attribute of its row
         self.described = described or {}
+        self.labels = self._labels()
+        self._defining: int | None = None
+
+    def _labels(self) -> dict[int, str]:
+        """Names for the rows of a deep chain ("Let B be the country whose ... of A."): a
+        phrase nested deeper than LABEL_DEPTH reads as a riddle, definitions read as a goal."""
+        depth: list[int] = []
+        used: set[int] = set()
+        for step in self.steps:
+            sources = {b["step"] for b in step.get("inputs", {}).values()}
+            if step.get("branch"):
+                sources.add(step["branch"]["step"])
+            used |= sources
+            depth.append(1 + max((depth[s] for s in sources), default=0))
+        if max(depth, default=0) <= LABEL_DEPTH:
+            return {}
+        named = [i for i in sorted(used) if self.nodes[self.steps[i]["tool"]].kind == "read"]
+        return {index: _label(n) for n, index in enumerate(named)}
+
+    def definition(self, index: int) -> str:
+        """ "Let A be ...": what a named row is."""
+        self._defining = index
+        try:
+            return f"Let {self.labels[index]} be {self.row(index)}."
+        finally:
+            self._defining = None
 
     def node(self, index: int) -> ToolNode:
         return self.nodes[self.steps[index]["tool"]]
 
-    def _shown(self, index: int, name: str) -> str:
+    def _shown(self, index: int, name: str, arguments: dict[str, Any] | None = None) -> str:
         step = self.steps[index]
+        arguments = step["arguments"] if arguments is None else arguments
         binding = step.get("inputs", {}).get(name)
-        if binding is None:
-            return fmt(step["arguments"][name])
+        if binding is None or arguments.get(name) != step["arguments"].get(name):
+            return fmt(arguments[name])
+        if binding.get("sorted_by"):
+            return self.smallest(binding)
         return f"the {words(binding['field'])} of {self.row(binding['step'])}"
 
-    def condition(self, index: int, name: str) -> str | None:
+    def smallest(self, binding: dict[str, Any]) -> str:
+        """ "the smallest (largest) body mass g among the penguins whose island is "Dream"": the
+        value a binding took from a list of several rows, by content, never by row order."""
+        field_name = binding["field"]
+        values = [r.get(field_name) for r in records_of(self.steps[binding["step"]]["result"])]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        if binding.get("descending"):
+            word = "largest" if numeric else "alphabetically last"
+        else:
+            word = "smallest" if numeric else "alphabetically first"
+        return f"the {word} {words(field_name)} among {self.row(binding['step'], many=True)}"
+
+    def _single(self, binding: dict[str, Any] | None) -> bool:
+        """Whether a binding names one row an earlier step reached (not the smallest of many)."""
+        return binding is not None and not binding.get("sorted_by")
+
+    def condition(self, index: int, name: str, arguments: dict[str, Any] | None = None):
         """ "iata is "OTS"", "population is at least 1000", or None (no filter to state)."""
         node = self.node(index)
         p = node.params.get(name)
@@ -247,7 +325,7 @@ class GoalPhrases:
             column, value = self.described[(index, name)]
             return f"{words(column)} is {fmt(value)}"
         column = _column(node, name)
-        shown = self._shown(index, name)
+        shown = self._shown(index, name, arguments)
         if role == "limit" or name in LIMIT_WORDS:
             return None
         return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
@@ -261,7 +339,7 @@ class GoalPhrases:
         (name,) = step["arguments"]
         binding = step.get("inputs", {}).get(name)
         p = node.params.get(name)
-        if binding is None or p is None or p.key is None or p.column != p.key:
+        if not self._single(binding) or p is None or p.key is None or p.column != p.key:
             return None
         source = self.node(binding["step"])
         if source.entity == node.entity and binding["field"] == p.column[1]:
@@ -277,7 +355,7 @@ class GoalPhrases:
         (name,) = step["arguments"]
         binding = step.get("inputs", {}).get(name)
         p = node.params.get(name)
-        if binding is None or p is None or p.key is None or p.column != p.key:
+        if not self._single(binding) or p is None or p.key is None or p.column != p.key:
             return None
         source = self.node(binding["step"])
         if source.entity != node.entity and singular(binding["field"]).startswith(
@@ -288,6 +366,8 @@ class GoalPhrases:
 
     def row(self, index: int, many: bool | None = None) -> str:
         """The row(s) step ``index`` reached, as a noun phrase (``many``: plural or not)."""
+        if index in self.labels and index != self._defining:
+            return self.labels[index]
         step = self.steps[index]
         node = self.node(index)
         same = self._same_row(index)
@@ -300,9 +380,12 @@ class GoalPhrases:
         if node.kind == "write":
             done = {"create": "created", "update": "updated", "delete": "deleted"}.get(action)
             return f"the {_thing(node)} you {done or 'changed'}"
+        # Given values first, values found on the way last: a nested phrase then ends its
+        # clause, and "and whose ..." cannot be read as part of it.
+        inputs = step.get("inputs", {})
         conds = [
             c
-            for name in step["arguments"]
+            for name in sorted(step["arguments"], key=lambda n: n in inputs)
             if name not in AGGREGATE_PARAMS or action != "aggregate"
             if (c := self.condition(index, name))
         ]
@@ -317,15 +400,15 @@ class GoalPhrases:
         if not conds:
             head = f"all {_things(node)}" if many else head
         text = f"{head} whose {' and whose '.join(conds)}" if conds else head
-        if limit is not None:
-            text += f" (at most {fmt(limit)} of them)"
+        if limit is not None and isinstance(limit, int) and _rows(step) >= limit:
+            text += f" (at most {fmt(limit)} of them)"  # a cut page: the bound matters
         return text
 
-    def write(self, index: int) -> str:
-        """An imperative goal for a write step."""
+    def write(self, index: int, arguments: dict[str, Any] | None = None) -> str:
+        """An imperative goal for a write step (``arguments``: one branch of a conditional)."""
         step = self.steps[index]
         node = self.node(index)
-        arguments = step["arguments"]
+        arguments = step["arguments"] if arguments is None else arguments
         keys = [
             n
             for n in arguments
@@ -338,19 +421,30 @@ class GoalPhrases:
         target = self._target(index, keys)
         values = [n for n in arguments if n not in keys]
         if node.action == "create":
-            parts = [f"{_column(node, n)} {self._shown(index, n)}" for n in arguments]
+            parts = [f"{_column(node, n)} {self._shown(index, n, arguments)}" for n in arguments]
             return f"add a new {thing} with {_join(parts)}" if parts else f"add a new {thing}"
         if node.action == "delete":
             return f"delete {target}"
         if node.action == "update" and values:
             first, *rest = values
-            parts = [f"the {_column(node, first)} of {target} to {self._shown(index, first)}"]
-            parts += [f"its {_column(node, n)} to {self._shown(index, n)}" for n in rest]
+            parts = [
+                f"the {_column(node, first)} of {target} to {self._shown(index, first, arguments)}"
+            ]
+            parts += [f"its {_column(node, n)} to {self._shown(index, n, arguments)}" for n in rest]
             return f"set {_join(parts)}"
         verb = node.name.split("_")[0]
-        conds = [c for n in values if (c := self.condition(index, n))]
+        conds = [c for n in values if (c := self.condition(index, n, arguments))]
         extra = f" with {_join(conds)}" if conds else ""
         return f"{verb} {target}{extra}"
+
+    def conditional(self, index: int) -> str:
+        """ "if the price of the book ... is above 7, set ...; otherwise set ...": a write that
+        depends on a value found on the way."""
+        branch = self.steps[index]["branch"]
+        source = self.row(branch["step"])
+        subject = source if branch["field"] is None else f"the {words(branch['field'])} of {source}"
+        then, otherwise = (self.write(index, a) for a in branch_actions(self.steps[index]))
+        return f"if {subject} {test_words(branch)}, {then}; otherwise {otherwise}"
 
     def _target(self, index: int, keys: list[str]) -> str:
         step = self.steps[index]
@@ -358,7 +452,7 @@ class GoalPhrases:
         if len(keys) == 1:
             binding = step.get("inputs", {}).get(keys[0])
             p = node.params[keys[0]]
-            if binding is not None:
+            if self._single(binding):
                 source = self.node(binding["step"])
                 if source.entity == node.entity and binding["field"] == p.column[1]:
                     return self.row(binding["step"])  # the very row an earlier step reached
@@ -391,6 +485,13 @@ class GoalPhrases:
 
 
 LIMIT_WORDS = {"limit", "offset", "page", "page_size", "per_page", "max_results"}
+LABEL_DEPTH = 4  # deeper chains name their rows (see GoalPhrases._labels)
+
+
+def _label(n: int) -> str:
+    """A, B, ..., Z, A2, B2, ...: the names of the rows of a deep chain."""
+    letter = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[n % 26]
+    return letter if n < 26 else f"{letter}{n // 26 + 1}"
 
 
 def _capital(text: str) -> str:
@@ -398,16 +499,41 @@ def _capital(text: str) -> str:
 
 
 def render_goal(steps, nodes: dict[str, ToolNode], answer_spec, described=None) -> str:
-    """The goal tier: the writes as goals in order, then the question, no plan, no tools."""
+    """The goal tier: the writes as goals in order, then the question, no plan, no tools.
+
+    Plain writes in a row read as one sentence ("Set ..., then delete ..."); a conditional write
+    is a sentence of its own; a deep chain defines its named rows where they are found, between
+    the writes, so a row found after a write is defined after it.
+    """
     phrases = GoalPhrases(steps, nodes, described)
-    writes = [i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"]
-    sentences = []
-    if writes:
-        goals = [phrases.write(i) for i in writes]
-        sentences.append(_capital(", then ".join(goals)) + ".")
+    sentences: list[str] = []
+    run: list[str] = []
+    wrote = False
+
+    def flush() -> None:
+        nonlocal wrote
+        if run:
+            text = ", then ".join(run)
+            sentences.append(("Then " + text if wrote else _capital(text)) + ".")
+            wrote = True
+            run.clear()
+
+    for index, step in enumerate(steps):
+        if nodes[step["tool"]].kind == "write":
+            if step.get("branch"):
+                flush()
+                text = phrases.conditional(index)
+                sentences.append(("Then " + text if wrote else _capital(text)) + ".")
+                wrote = True
+            else:
+                run.append(phrases.write(index))
+        elif index in phrases.labels:
+            flush()
+            sentences.append(phrases.definition(index))
+    flush()
     question = phrases.question(answer_spec)
     if question:
-        sentences.append(("After that: " if writes else "") + question)
+        sentences.append(("After that: " if wrote else "") + question)
     return " ".join(sentences)
 
 
@@ -587,13 +713,20 @@ def compose_instruction(
 
 
 def concrete_values(steps: list[dict[str, Any]]) -> list[str]:
-    """The sampled (not chained) argument values an instruction must mention verbatim."""
+    """The sampled (not chained) argument values an instruction must mention verbatim (page
+    sizes are paging, not facts: a goal names them only where a page is cut short)."""
     values = []
     for step in steps:
         bound = step.get("inputs", {})
-        for name, value in step["arguments"].items():
-            if name not in bound and value is not None:
-                values.append(value if isinstance(value, str) else json.dumps(value))
+        branch = step.get("branch")
+        calls = [step["arguments"]] + ([branch["other"]["arguments"]] if branch else [])
+        for arguments in calls:
+            for name, value in arguments.items():
+                if name not in bound and value is not None and name not in LIMIT_WORDS:
+                    values.append(value if isinstance(value, str) else json.dumps(value))
+        if branch:  # the value the condition tests against
+            value = branch["value"]
+            values.append(value if isinstance(value, str) else json.dumps(value))
     return values
 
 
