@@ -112,31 +112,46 @@ def value_flow(calls: list[dict[str, Any]], results: list[Any]) -> list[dict[str
     an earlier call returned, {param: {"step", "field", "item"}} (the latest such call).
 
     Data flow read from values: a loop over the children of listed parents shows as calls fed
-    by the listing. Only values a literal could not explain count: strings and integers, not
-    booleans, and not the small integers 0 and 1.
+    by the listing. Strings match any field; integers only a key-like field (``id``,
+    ``*_id``, or the parameter's own name), so a count of 3 does not feed ``book_id=3``; page
+    parameters (limit, offset) are paging, not data.
     """
     flows: list[dict[str, dict]] = []
+    given: set = set()  # values an earlier call took as given (a next page, the same parent)
     for index, call in enumerate(calls):
         found: dict[str, dict] = {}
         for name, value in (call.get("arguments") or {}).items():
-            if isinstance(value, bool) or not isinstance(value, str | int) or value in (0, 1, ""):
+            if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+                continue
+            if name in PAGING or (type(value), value) in given:
                 continue
             for source in range(index - 1, -1, -1):
-                hit = _find_value(results[source], value)
+                hit = _find_value(results[source], value, name)
                 if hit is not None:
                     found[name] = {"step": source, "field": hit[0], "item": hit[1]}
                     break
+        for name, value in (call.get("arguments") or {}).items():
+            if name not in found and isinstance(value, str | int) and not isinstance(value, bool):
+                given.add((type(value), value))
         flows.append(found)
     return flows
 
 
-def _find_value(result: Any, value: Any) -> tuple[str | None, int | None] | None:
-    if isinstance(result, str | int) and not isinstance(result, bool) and result == value:
+PAGING = frozenset({"limit", "offset", "page", "page_size", "per_page", "max_results"})
+
+
+def _find_value(result: Any, value: Any, param: str) -> tuple[str | None, int | None] | None:
+    if isinstance(result, str) and result == value:
         return (None, None)
     records = records_of(result)
     listed = len(records) > 1 or (records and records[0] is not result)
     for item, record in enumerate(records):
         for name, seen in record.items():
-            if type(seen) is type(value) and seen == value:
-                return (name, item if listed else None)
+            if type(seen) is not type(value) or seen != value:
+                continue
+            if isinstance(value, int) and not (
+                name == "id" or name.endswith("_id") or name == param
+            ):
+                continue
+            return (name, item if listed else None)
     return None

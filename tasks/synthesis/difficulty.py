@@ -81,3 +81,22 @@ class StructuralDifficulty:
         values = {k: v for k, v in data.items() if k in names}
         values.setdefault("depth", values.get("steps", 0))
         return cls(**values)
+
+
+def count_branches(source: str) -> int:
+    """The decisions in a program: ``if`` statements, conditional expressions and filters of
+    comprehensions (each depends on a value the program found). 0 for code that does not
+    parse."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return 0
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If | ast.IfExp):
+            count += 1
+        elif isinstance(node, ast.comprehension):
+            count += len(node.ifs)
+    return count

@@ -633,7 +633,9 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
     }
     for s in steps:
         used |= {json.dumps(v) for v in s["arguments"].values()}
-    tables = sorted({nodes[s["tool"]].entity for s in steps if nodes[s["tool"]].entity})
+    tables = sorted(
+        {t for s in steps for t in (nodes[s["tool"]].entity, nodes[s["tool"]].parent) if t}
+    )
     rng.shuffle(tables)
     for table in tables:
         if table not in view.tables:
@@ -643,7 +645,9 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
         if not rows:
             continue
         row = rng.choice(rows)
-        name = next((c for c in DISPLAY_FIELDS if isinstance(row.get(c), str) and row[c]), None)
+        key = view.tables[table].key
+        names = (*DISPLAY_FIELDS, *([key] if key else []))  # by name, else by its key
+        name = next((c for c in names if isinstance(row.get(c), str) and row[c]), None)
         if name is None:
             continue
         others = _scalar_columns(row, {name})
@@ -804,3 +808,157 @@ def llm_instruction(
         log.info("LLM instruction numbers the steps of a goal; using the template")
         return None
     return text.strip()
+
+
+# --- programmatic tasks: the same tiers over a program's goal --------------------------------
+
+
+def _some(node: ToolNode, count: int) -> str:
+    """ "one book" or "3 books" (no article to get wrong)."""
+    return f"one {_thing(node)}" if count == 1 else f"{count} {_things(node)}"
+
+
+def _call_phrase(node: ToolNode, count: int, distinct: int) -> str:
+    """What a run of ``count`` calls of one tool (``distinct`` apart from paging) does, in
+    words (no tool name)."""
+    times = "" if count == 1 else f" ({count} times)"
+    if node.action == "get":
+        return f"Look up {_some(node, count)}."
+    if node.action in ("search", "list") and node.parent:
+        parent = words(singular(node.parent))
+        owner = f"one {parent}" if distinct == 1 else f"each of {distinct} {words(plural(parent))}"
+        pages = f" ({count} pages)" if count > distinct else ""
+        return f"List the {_things(node)} of {owner}{pages}."
+    if node.action in ("search", "list"):
+        return f"Find {_things(node)} matching a condition{times}."
+    if node.action == "count":
+        return f"Count {_things(node)}{times}."
+    if node.action == "aggregate":
+        return f"Compute a total over {_things(node)}{times}."
+    if node.action == "create":
+        return f"Add {_some(node, count)}."
+    if node.action == "update":
+        return f"Update {_some(node, count)}."
+    if node.action == "delete":
+        return f"Delete {_some(node, count)}."
+    verb = node.name.split("_")[0]
+    return f"{verb.capitalize()} {_things(node)}{times}."
+
+
+def program_plan(calls: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
+    """The explicit tier of a program: its gold run as steps, runs of one tool counted."""
+    runs: list[list] = []
+    for call in calls:
+        key = json.dumps(
+            {n: v for n, v in call["arguments"].items() if n not in LIMIT_WORDS},
+            sort_keys=True,
+            default=str,
+        )
+        if runs and runs[-1][0] == call["tool"]:
+            runs[-1][1] += 1
+            runs[-1][2].add(key)
+        else:
+            runs.append([call["tool"], 1, {key}])
+    lines = []
+    for index, (tool, count, keys) in enumerate(runs):
+        node = nodes.get(tool)
+        text = _call_phrase(node, count, len(keys)) if node else "Use one more tool."
+        lines.append(f"Step {index + 1}: {text}")
+    return "\n".join(lines)
+
+
+def _program_condition(calls, results, nodes, view, rng) -> str | None:
+    """A condition the gold run meets, on a row a call with given arguments found."""
+    from tasks.synthesis.dependencies import value_flow
+
+    written = {n for c in calls if c.get("kind") == "write" for n in c["arguments"]}
+    options, counts = [], []
+    for call, result, flow in zip(calls, results, value_flow(calls, results), strict=True):
+        node = nodes.get(call["tool"])
+        found = records_of(result)
+        given = {n: v for n, v in call["arguments"].items() if n not in LIMIT_WORDS}
+        if not node or node.kind != "read" or flow or not given or not node.entity:
+            continue  # rows found from values the task gives
+        if any(not isinstance(v, str | int) or isinstance(v, bool) for v in given.values()):
+            continue
+        which = " and whose ".join(f"{_column(node, n)} is {fmt(v)}" for n, v in given.items())
+        if node.action == "get" and len(found) == 1:
+            skip = set(call["arguments"]) | written
+            phrase = f"the {_thing(node)} whose {which}"
+            options += [(node, phrase, found[0], c) for c in _scalar_columns(found[0], skip)]
+        elif node.action in ("search", "list") and is_row_list(result) and found:
+            limit = call["arguments"].get("limit")
+            cut = call["arguments"].get("offset") or (
+                isinstance(limit, int) and len(found) >= limit
+            )
+            changed = {
+                nodes[c["tool"]].entity
+                for c in calls
+                if c.get("kind") == "write" and c["tool"] in nodes
+            }
+            if cut or node.entity in changed:
+                continue  # a page may hold part of the rows; a written table changes
+            counts.append((node, given, len(found)))
+    if counts and (not options or rng.random() < 0.5):
+        node, given, found = rng.choice(counts)
+        least = max(1, found - rng.randint(0, 1))
+        things = f"one {_thing(node)}" if least == 1 else f"{least} {_things(node)}"
+        if node.parent:
+            which = " and whose ".join(f"{_column(node, n)} is {fmt(v)}" for n, v in given.items())
+            return (
+                f"Do this only if the {words(singular(node.parent))} whose {which} has at "
+                f"least {things}."
+            )
+        have = " and ".join(
+            f"{words(n) if not p or not p.column or p.column[0] != node.entity else _column(node, n)} "
+            f"{fmt(v)}"
+            for n, v in given.items()
+            for p in [node.params.get(n)]
+        )
+        return f"Do this only if at least {things} {'has' if least == 1 else 'have'} {have}."
+    if not options:
+        return None
+    node, phrase, record, column = rng.choice(options)
+    value = record[column]
+    if isinstance(value, int | float):
+        return f"Do this only if the {words(column)} of {phrase} is above {math.floor(value) - 1}."
+    others = [
+        v
+        for v in (view.column_values(node.entity, column) if node.entity in view.tables else [])
+        if isinstance(v, str) and v != value and 0 < len(v) <= 40
+    ][:50]
+    if others:
+        return f"Do this unless the {words(column)} of {phrase} is {fmt(rng.choice(others))}."
+    return f"Do this only if the {words(column)} of {phrase} is {fmt(value)}."
+
+
+def program_instruction(
+    tier: str,
+    goal: str,
+    calls: list[dict[str, Any]],
+    results: list[Any],
+    nodes: dict[str, ToolNode],
+    view=None,
+    rng=None,
+) -> Rendered:
+    """A programmatic task's text at ``tier``: the template's goal as written (``goal``); at
+    ``explicit`` the goal and the gold run as steps (kinds of calls and how often, no tool
+    named); at ``goal_hard`` the goal, a condition the gold run meets and a fact about a row
+    the task does not touch."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+    rng = rng or random.Random(0)
+    if tier == "goal" or view is None:
+        return Rendered(goal, tier)
+    if tier == "explicit":
+        return Rendered(f"{goal}\n{program_plan(calls, nodes)}", tier)
+    steps = [
+        {"tool": c["tool"], "arguments": c["arguments"], "result": r}
+        for c, r in zip(calls, results, strict=True)
+        if c["tool"] in nodes
+    ]
+    extra = [
+        _program_condition(calls, results, nodes, view, rng),
+        _unrelated_fact(steps, nodes, view, rng),
+    ]
+    return Rendered(" ".join([goal, *(e for e in extra if e)]), tier)
