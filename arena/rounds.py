@@ -47,8 +47,17 @@ def start_round(
     seed: int | None = None,
     training: dict[str, Any] | None = None,
     instruction_tier: str = "goal",
+    max_walk_length: int = 12,
+    programmatic_share: float = 0.25,
 ) -> EvolutionRound:
-    """Create the next round and enqueue its evaluation; refuses while another round runs."""
+    """Create the next round and enqueue its evaluation; refuses while another round runs.
+
+    ``max_walk_length``: the longest dependent walk of the round's fresh graph tasks (12 by
+    default, up to 40); ``programmatic_share``: the share of programmatic arena tasks."""
+    if not 1 <= max_walk_length <= 40:
+        raise ValidationError("max_walk_length must be between 1 and 40")
+    if not 0.0 <= programmatic_share <= 1.0:
+        raise ValidationError("programmatic_share must be between 0 and 1")
     policy = policy or default_policy()
     if policy is None:
         raise ValidationError("no policy to evaluate: create one first (POST /api/policies/)")
@@ -77,6 +86,8 @@ def start_round(
                         "train": train,
                         "training": training or {},
                         "instruction_tier": instruction_tier,
+                        "max_walk_length": max_walk_length,
+                        "programmatic_share": programmatic_share,
                     },
                 )
                 schedule_step(evolution_round, user)

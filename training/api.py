@@ -98,12 +98,21 @@ class TrainingRunSerializer(serializers.ModelSerializer):
             "tasks_per_environment",
             "seed",
             "use_vllm",
+            "task_kinds",
+            "exclude_uniform",
         }
         unknown = sorted(set(value) - allowed)
         if unknown:
             raise serializers.ValidationError(
                 f"unknown config keys: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
             )
+        kinds = value.get("task_kinds", ["graph"])
+        if not isinstance(kinds, list) or not kinds or not set(kinds) <= {"graph", "programmatic"}:
+            raise serializers.ValidationError(
+                "task_kinds must be a non-empty list of graph and/or programmatic"
+            )
+        if not isinstance(value.get("exclude_uniform", False), bool):
+            raise serializers.ValidationError("exclude_uniform must be true or false")
         return value
 
 

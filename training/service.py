@@ -175,23 +175,46 @@ TRAINING_DEFAULTS = {
     "tasks_per_environment": 6,
     "seed": 0,
     "use_vllm": False,
+    "task_kinds": ["graph", "programmatic"],
+    "exclude_uniform": False,
+}
+TRAINING_OPTIONS_HELP = {
+    "task_kinds": "kinds of train-split tasks to train on (graph, programmatic), taken in turns",
+    "exclude_uniform": "leave out tasks a policy's rollouts always or never solved "
+    "(Task.consistency, measured by the synthesis job): no learning signal",
 }
 
 
-def training_tasks(run: TrainingRun, per_environment: int) -> list[Task]:
+def training_tasks(
+    run: TrainingRun,
+    per_environment: int,
+    kinds: Sequence[str] = ("graph", "programmatic"),
+    exclude_uniform: bool = False,
+) -> list[Task]:
+    """Train-split tasks of the run's environments: per environment the easiest of each kind
+    in ``kinds``, taken in turns up to ``per_environment``; ``exclude_uniform`` leaves out the
+    tasks every or no rollout solved."""
+    from tasks.models import UNIFORM_CONSISTENCY
+
     environments = list(run.environments.all()) or list(
         Environment.objects.filter(status=Environment.Status.VERIFIED)
     )
     tasks: list[Task] = []
     for environment in environments:
-        chosen = (
-            Task.objects.filter(
-                environment=environment, split=Task.Split.TRAIN, kind=Task.Kind.GRAPH
-            )
-            .select_related("environment")
-            .order_by("difficulty", "id")[:per_environment]
-        )
-        tasks.extend(chosen)
+        by_kind = []
+        for kind in kinds:
+            chosen = Task.objects.filter(
+                environment=environment, split=Task.Split.TRAIN, kind=kind
+            ).select_related("environment")
+            if exclude_uniform:
+                chosen = chosen.exclude(consistency__in=UNIFORM_CONSISTENCY)
+            by_kind.append(list(chosen.order_by("difficulty", "id")[:per_environment]))
+        taken: list[Task] = []
+        while len(taken) < per_environment and any(by_kind):
+            for queue in by_kind:
+                if queue and len(taken) < per_environment:
+                    taken.append(queue.pop(0))
+        tasks.extend(taken)
     return tasks
 
 
@@ -208,10 +231,16 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
             f"{base} is a {base.get_kind_display()} policy; only local Hugging Face policies have weights to train"
         )
     options = {**TRAINING_DEFAULTS, **(run.config or {})}
-    tasks = training_tasks(run, options["tasks_per_environment"])
+    tasks = training_tasks(
+        run,
+        options["tasks_per_environment"],
+        kinds=options["task_kinds"],
+        exclude_uniform=bool(options["exclude_uniform"]),
+    )
     if not tasks:
         raise ValueError(
-            "no train-split graph tasks in the chosen environments; synthesize tasks first"
+            f"no train-split tasks ({', '.join(options['task_kinds'])}) in the chosen "
+            "environments; synthesize tasks first"
         )
     packages = sorted({task.environment.package_path for task in tasks})
     output_dir = Path(settings.STORAGE_ROOT) / "training" / f"run-{run.pk}"
@@ -273,7 +302,15 @@ def train(run: TrainingRun, progress: Progress = _quiet) -> TrainingRun:
         run.output_policy = output
         run.status = TrainingRun.Status.SUCCEEDED
         run.summary = _jsonable(
-            {"gold": result.gold, "sft": result.sft, "grpo": result.grpo, "tasks": len(tasks)}
+            {
+                "gold": result.gold,
+                "sft": result.sft,
+                "grpo": result.grpo,
+                "tasks": len(tasks),
+                "tasks_by_kind": {
+                    kind: sum(1 for t in tasks if t.kind == kind) for kind in options["task_kinds"]
+                },
+            }
         )
         run.finished_at = timezone.now()
         run.save(update_fields=["output_policy", "status", "summary", "finished_at"])
