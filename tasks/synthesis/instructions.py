@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from environments.discovery.naming import plural, singular
+from environments.discovery.naming import plural, singular, words_of
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolNode, is_row_list, records_of
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ TIERS = ("explicit", "goal", "goal_hard")
 
 
 def words(name: str) -> str:
-    return name.replace("_", " ")
+    return words_of(name)
 
 
 def fmt(value: Any) -> str:
@@ -54,8 +54,19 @@ def _things(node: ToolNode) -> str:
 
 
 def _column(node: ToolNode, name: str) -> str:
+    """The column a parameter filters on, in words; a column of another table (the parent a
+    list is for: ``list_airports_for_country(alpha_2)``) names that table: "country alpha 2"."""
     p = node.params.get(name)
-    return words(p.column[1]) if p and p.column else words(name)
+    if not p or not p.column:
+        return words(name)
+    table, column = p.column
+    if (
+        node.entity
+        and table != node.entity
+        and not words(column).startswith(words(singular(table)))
+    ):
+        return f"{words(singular(table))} {words(column)}"
+    return words(column)
 
 
 def _rows(step: dict[str, Any]) -> int:

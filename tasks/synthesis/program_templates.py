@@ -17,6 +17,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.discovery.naming import words_of
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.program_shapes import ProgramShape
 from tasks.synthesis.tool_graph import plural
@@ -63,7 +64,7 @@ def _parents(view: EnvironmentView, shape: ProgramShape, rng, count: int) -> lis
 
 
 def _words(name: str) -> str:
-    return name.replace("_", " ")
+    return words_of(name)
 
 
 def _listing(values: list[Any]) -> str:
