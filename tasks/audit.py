@@ -237,6 +237,9 @@ class VerifierAuditor:
         self, task: TaskSpec, calls: list[dict[str, Any]], answers: dict[str, Any]
     ) -> dict[str, dict[str, Any]]:
         """Replay ``calls`` in one fresh episode; one trajectory per answer on that state."""
+        # A template's verification script and the audit's own answers are this project's
+        # code and values: no fresh worker after each check (an LLM's script gets one).
+        trusted = (task.metadata or {}).get("instruction_source") == "template"
         steps = []
         with self.pool.start_episode(self.package) as episode:
             for index, call in enumerate(calls):
@@ -260,7 +263,9 @@ class VerifierAuditor:
                     answer = project(spec, last) if task_contract(task).expects_answer else None
                 verification = None
                 if task.verification:
-                    verification = run_verification(episode, task.verification, answer)
+                    verification = run_verification(
+                        episode, task.verification, answer, recycle=False if trusted else None
+                    )
                 runs[name] = {
                     "steps": steps,
                     "final_answer": canonical_json({"answer": answer}),

@@ -272,6 +272,7 @@ def fresh_arena_tasks(
                 exclude=exclude,
                 base_seed=base_seed + 1,
                 max_batches=12,
+                give_up_after=2,
             )
             specs += found.tasks
             exclude |= {t.signature for t in found.tasks}
@@ -289,6 +290,7 @@ def fresh_arena_tasks(
                 exclude=exclude,
                 base_seed=base_seed + 7919 * (index + 2),
                 max_batches=40 if plan.steps <= 4 else 20,
+                give_up_after=2,  # a walk this world does not allow: shorter plans fill in
             )
             specs += found.tasks
             exclude |= {t.signature for t in found.tasks}

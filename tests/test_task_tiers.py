@@ -39,24 +39,19 @@ def pool():
 
 
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory, pool):
+def packages(tmp_path_factory, pool, starter_package_paths):
     from environments.build.pipeline import run_pipeline
     from environments.build.request import BuildRequest
-    from environments.discovery.catalogue import main as build_catalogue
 
     root = tmp_path_factory.mktemp("envs")
-    assert (
-        build_catalogue(["--out", str(root), "--workers", "1", "--only", "airports,world_cities"])
-        == 0
-    )
     upload = tmp_path_factory.mktemp("upload")
     shutil.copy(RETAIL, upload / "retail.json")
     request = BuildRequest.for_upload([str(upload / "retail.json")], "retail.json", str(upload))
     retail = run_pipeline(request, root=root, workdir=tmp_path_factory.mktemp("work"), pool=pool)
     return {
         "bookstore": load_package(build_sample_package(tmp_path_factory.mktemp("pkg"))),
-        "airports": load_package(root / "airports" / "v1"),
-        "world_cities": load_package(root / "world_cities" / "v1"),
+        "airports": load_package(starter_package_paths["airports"]),
+        "world_cities": load_package(starter_package_paths["world_cities"]),
         "retail": load_package(retail.path),
     }
 

@@ -458,7 +458,11 @@ class GraphWalker:
                 if not holds and not others:
                     continue
                 threshold = value if holds else rng.choice(others[:50])
-            keys = {n: b["value"] for n, b in bindings.items()}
+            keys = {  # the same row, and what the chain fed: only the values may differ
+                n: v
+                for n, v in arguments.items()
+                if n in bindings or (node.params.get(n) and node.params[n].role == "key")
+            }
             other = None
             for _attempt in range(4):
                 drawn = write_arguments(self.view, node, random.Random(rng.random()), dict(keys))

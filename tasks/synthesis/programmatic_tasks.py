@@ -58,10 +58,15 @@ class ProgramRun:
     error: str | None = None
 
 
-def run_solution(pool, package, solution: str, verification: str | None) -> ProgramRun:
-    """Run ``solve`` in a fresh episode, then ``verify`` on the state it left."""
+def run_solution(
+    pool, package, solution: str, verification: str | None, trusted: bool = False
+) -> ProgramRun:
+    """Run ``solve`` in a fresh episode, then ``verify`` on the state it left. ``trusted``: code
+    the templates wrote (their values inserted as literals), which need not cost a fresh
+    worker after each run; an LLM's code always does (the pool's setting)."""
+    recycle = False if trusted else None
     with pool.start_episode(package) as episode:
-        result = episode.run_program(solution, entry="solve")
+        result = episode.run_program(solution, entry="solve", recycle=recycle)
         if not result.ok:
             return ProgramRun(False, error=f"{result.error_kind}: {result.error}")
         calls = [
@@ -70,7 +75,7 @@ def run_solution(pool, package, solution: str, verification: str | None) -> Prog
         run = ProgramRun(True, result.value, calls, episode.state_hash(), episode.state_diff())
         if verification is not None:
             check = episode.run_program(
-                verification_program(verification, result.value), "__check__"
+                verification_program(verification, result.value), "__check__", recycle=recycle
             )
             run.verified = bool(check.ok and check.value is True)
             if not check.ok:
@@ -148,14 +153,15 @@ def programmatic_task_from_source(
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
     view = EnvironmentView(package)
-    first = run_solution(pool, package, solution, verification)
+    trusted = source == "template"
+    first = run_solution(pool, package, solution, verification, trusted)
     if not first.ok:
         return ProgramCheck(None, f"solution failed: {first.error}")
     if not first.calls:
         return ProgramCheck(None, "solution made no tool calls")
     if not first.verified:
         return ProgramCheck(None, first.error or "verification rejected the solution's answer")
-    second = run_solution(pool, package, solution, None)
+    second = run_solution(pool, package, solution, None, trusted)
     if not second.ok or second.answer != first.answer or second.state_hash != first.state_hash:
         return ProgramCheck(None, "nondeterministic: two fresh runs disagree")
     if first.answer is None or first.answer == []:
