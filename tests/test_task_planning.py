@@ -114,7 +114,7 @@ def test_branches_and_write_workflows(walks):
         step = next(c for c in task.gold_chain if c.get("branch"))
         other = step["branch"]["other"]
         assert other["tool"] == step["tool"] and other["arguments"] != step["arguments"]
-        assert re.search(r"\bIf .+; otherwise", task.instruction), task.instruction
+        assert re.search(r"\b[Ii]f .+; otherwise", task.instruction), task.instruction
         check = next(c for c in task.audit["checks"] if c["name"] == "wrong_branch")
         assert check["applicable"] and check["passed"] and not check["solved"], check
     workflows = [t for tier in TIERS for _, t in walks[tier] if t.difficulty["writes"] >= 2]

@@ -195,7 +195,11 @@ class GraphWalker:
                 for source, field_name in sorted(sources):
                     if step["tool"] != source:
                         continue
-                    got = _binding_value(step, field_name, self.rows, descending)
+                    memo = step.setdefault("bind", {})  # a step's result never changes
+                    key = (field_name, self.rows, descending)
+                    if key not in memo:
+                        memo[key] = _binding_value(step, field_name, self.rows, descending)
+                    got = memo[key]
                     if got is None:
                         continue
                     if p.role in ("value", "text") and index != len(steps) - 1:
@@ -342,7 +346,9 @@ class GraphWalker:
             source = self.nodes[step["tool"]]
             if source.kind == "write":
                 break
-            for row, record in (self._rows_found(source, step["result"]) or {}).items():
+            if "rows" not in step:  # computed once per step, the walk asks again and again
+                step["rows"] = self._rows_found(source, step["result"]) or {}
+            for row, record in step["rows"].items():
                 earlier.setdefault(row, []).append(record)
         return all(
             any(record.items() <= before.items() for before in earlier.get(row, ()))
@@ -466,8 +472,13 @@ class GraphWalker:
             other = None
             for _attempt in range(4):
                 drawn = write_arguments(self.view, node, random.Random(rng.random()), dict(keys))
-                if drawn and drawn != arguments and all(drawn.get(n) == v for n, v in keys.items()):
-                    other = drawn
+                if (
+                    drawn
+                    and drawn != arguments
+                    and all(drawn.get(n) == v for n, v in keys.items())
+                    and not any(n not in keys and node.params[n].role == "key" for n in drawn)
+                ):
+                    other = drawn  # the same row and feeds, other values
                     break
             if other is None:
                 return None
@@ -541,6 +552,10 @@ class GraphWalker:
         if steps and steps[-1].get("side"):
             steps.pop()
 
+    def _writes(self, steps) -> list[int]:
+        """The write steps of a chain (by identity): equal lists mean equal episode states."""
+        return [id(s) for s in steps if self.nodes[s["tool"]].kind == "write"]
+
     def walk(self, rng: random.Random, difficulty: Difficulty) -> list[dict[str, Any]] | None:
         steps: list[dict[str, Any]] = []
         banned: set[tuple[str, str]] = set()
@@ -550,6 +565,7 @@ class GraphWalker:
         joins_left, branches_left = difficulty.joins, difficulty.branches
         wanted_writes = max(difficulty.writes, difficulty.branches)
         undone = roots = 0
+        best: list[dict[str, Any]] = []  # the longest chain reached, to return if undone later
         while len(steps) < difficulty.steps or self._truncated(steps[-1]):
             if len(steps) >= difficulty.steps + 5:
                 break
@@ -561,12 +577,17 @@ class GraphWalker:
                 remaining <= writes_left or rng.random() < writes_left / max(1, remaining)
             )
             join = joins_left > 0 and remaining >= 2
-            added = self._step(steps, want_write, join, branches_left > 0, rng, banned)
+            # the last planned write is the conditional one: a later write to the same row
+            # would undo the branch and the two ways would end alike
+            branch = branches_left > 0 and writes_left <= branches_left
+            added = self._step(steps, want_write, join, branch, rng, banned)
             if added is None and want_write:
                 added = self._step(steps, False, join, False, rng, banned)
             if added is not None:
                 joins_left -= 1 if added["join"] else 0
                 branches_left -= 1 if added["branch"] else 0
+                if len(steps) > len(best) and not self._truncated(steps[-1]):
+                    best = list(steps)
                 continue
             if len(steps) == 1 and roots < MAX_ROOTS:
                 roots += 1  # a dead end at the root: start from another row
@@ -581,6 +602,8 @@ class GraphWalker:
                 break  # a write is never undone: the chain ends with it
             self._undo(steps, banned)
             undone += 1
+        if len(best) > len(steps) and self._writes(best) == self._writes(steps):
+            steps = best  # reads left the state as it was: the longer chain holds
         while len(steps) > 1 and self._truncated(steps[-1]):
             if self.nodes[steps[-1]["tool"]].kind == "write":
                 break
@@ -589,6 +612,8 @@ class GraphWalker:
             return None
         for step in steps:
             step.pop("side", None)
+            step.pop("rows", None)
+            step.pop("bind", None)
         return steps
 
 

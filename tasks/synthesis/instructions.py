@@ -429,7 +429,7 @@ class GoalPhrases:
             and p.column[0] == node.entity
         ]
         thing = _thing(node)
-        target = self._target(index, keys)
+        target = self._target(index, keys, arguments)
         values = [n for n in arguments if n not in keys]
         if node.action == "create":
             parts = [f"{_column(node, n)} {self._shown(index, n, arguments)}" for n in arguments]
@@ -444,8 +444,12 @@ class GoalPhrases:
             parts += [f"its {_column(node, n)} to {self._shown(index, n, arguments)}" for n in rest]
             return f"set {_join(parts)}"
         verb = node.name.split("_")[0]
-        conds = [c for n in values if (c := self.condition(index, n, arguments))]
-        extra = f" with {_join(conds)}" if conds else ""
+        parts = [
+            f"{_column(node, n)} {self._shown(index, n, arguments)}"
+            for n in values
+            if n not in LIMIT_WORDS
+        ]
+        extra = f" with {_join(parts)}" if parts else ""
         return f"{verb} {target}{extra}"
 
     def conditional(self, index: int) -> str:
@@ -457,7 +461,7 @@ class GoalPhrases:
         then, otherwise = (self.write(index, a) for a in branch_actions(self.steps[index]))
         return f"if {subject} {test_words(branch)}, {then}; otherwise {otherwise}"
 
-    def _target(self, index: int, keys: list[str]) -> str:
+    def _target(self, index: int, keys: list[str], arguments=None) -> str:
         step = self.steps[index]
         node = self.node(index)
         if len(keys) == 1:
@@ -467,7 +471,7 @@ class GoalPhrases:
                 source = self.node(binding["step"])
                 if source.entity == node.entity and binding["field"] == p.column[1]:
                     return self.row(binding["step"])  # the very row an earlier step reached
-        conds = [c for n in keys if (c := self.condition(index, n))]
+        conds = [c for n in keys if (c := self.condition(index, n, arguments))]
         return (
             f"the {_thing(node)} whose {' and whose '.join(conds)}"
             if conds
