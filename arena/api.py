@@ -69,6 +69,20 @@ class StartRoundSerializer(serializers.Serializer):
             raise serializers.ValidationError(exc.messages) from exc
         return value
 
+    max_walk_length = serializers.IntegerField(
+        min_value=1,
+        max_value=40,
+        default=12,
+        help_text="Longest dependent walk of the round's fresh graph tasks (12 by default, up "
+        "to 40; each environment reaches what its graph allows)",
+    )
+    programmatic_share = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        default=0.25,
+        help_text="Share of the round's fresh tasks that are programmatic",
+    )
+
 
 class ArenaEvaluationSerializer(serializers.ModelSerializer):
     class Meta:

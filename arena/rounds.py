@@ -65,11 +65,19 @@ def start_round(
     seed: int | None = None,
     training: dict[str, Any] | None = None,
     instruction_tier: str = "goal",
+    max_walk_length: int = 12,
+    programmatic_share: float = 0.25,
 ) -> EvolutionRound:
     """Create the next round and enqueue its evaluation; refuses while another round runs.
 
     ``training`` holds the round's training-run options (``training.run_options.RunOptions``),
-    checked here so a bad value is refused now rather than at the round's train step."""
+    checked here so a bad value is refused now rather than at the round's train step.
+    ``max_walk_length``: the longest dependent walk of the round's fresh graph tasks (12 by
+    default, up to 40); ``programmatic_share``: the share of programmatic arena tasks."""
+    if not 1 <= max_walk_length <= 40:
+        raise ValidationError("max_walk_length must be between 1 and 40")
+    if not 0.0 <= programmatic_share <= 1.0:
+        raise ValidationError("programmatic_share must be between 0 and 1")
     check_training_options(training or {})
     policy = policy or default_policy()
     if policy is None:
@@ -99,6 +107,8 @@ def start_round(
                         "train": train,
                         "training": training or {},
                         "instruction_tier": instruction_tier,
+                        "max_walk_length": max_walk_length,
+                        "programmatic_share": programmatic_share,
                     },
                 )
                 schedule_step(evolution_round, user)

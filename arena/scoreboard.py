@@ -1,5 +1,6 @@
-"""The arena scoreboard: reward and success per category, environment, task kind and difficulty,
-and how a round moved against the one before it.
+"""The arena scoreboard: reward and success per category, environment, task kind (graph,
+programmatic), category and kind together, and difficulty, and how a round moved against the
+one before it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from arena.diagnosis import EvaluatedEpisode, category_name, is_success
 from arena.error_taxonomy import read_reward
 from aw_site.stats import wilson_interval
 
-DIMENSIONS = ("category", "environment", "task_kind", "difficulty")
+DIMENSIONS = ("category", "environment", "task_kind", "category_kind", "difficulty")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class EpisodeResult:
     difficulty: str
     reward_total: float
     success: bool
+
+    @property
+    def category_kind(self) -> str:
+        """ "Geography & Places / programmatic": a category's row for one task kind."""
+        return f"{self.category} / {self.task_kind}"
 
     @classmethod
     def from_episode(cls, episode: EvaluatedEpisode) -> EpisodeResult:

@@ -33,7 +33,7 @@ from environments.models import Category, Environment, Theme
 from environments.runtime import SandboxPool
 from tasks.models import Task
 from tasks.records import spec_from_task
-from tasks.service import fresh_arena_tasks, synthesize_tasks
+from tasks.service import ARENA_MAX_WALK_LENGTH, fresh_arena_tasks, synthesize_tasks
 from training.models import TrainingRun, TrainingTask, Trajectory
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
@@ -82,6 +82,12 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
                     pool,
                     base_seed=evolution_round.seed,
                     tier=evolution_round.config.get("instruction_tier", "goal"),
+                    max_walk_length=int(
+                        evolution_round.config.get("max_walk_length", ARENA_MAX_WALK_LENGTH)
+                    ),
+                    programmatic_share=float(
+                        evolution_round.config.get("programmatic_share", 0.25)
+                    ),
                 )
             )
             ctx.progress(
@@ -112,9 +118,11 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
     )
     results = board.to_dict()
     evaluation.results = results
-    evaluation.comparison = compare(
-        board, Scoreboard.from_dict(previous.results) if previous else None
-    )
+    before = Scoreboard.from_dict(previous.results) if previous else None
+    evaluation.comparison = {
+        **compare(board, before),
+        "task_kind": compare(board, before, "task_kind")["task_kind"],
+    }
     evaluation.task_count = board.overall.episodes
     evaluation.success_rate = board.overall.success_rate
     evaluation.mean_reward = board.overall.mean_reward

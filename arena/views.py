@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
@@ -20,6 +21,7 @@ from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, Expan
 from aw_site import charts
 from aw_site.roles import REVIEWER
 from aw_site.views import JOB_POLL, console_action, console_page
+from tasks.models import Task
 from tasks.privacy import may_see_answers, public_evidence, public_report_analysis
 from training.models import Policy
 
@@ -41,6 +43,44 @@ def scores_chart(rounds: list[EvolutionRound], title: str = "Per-category score 
         x_label="round",
         title=title,
         empty_message="No scores yet",
+    )
+
+
+def kind_rows(evaluation: Any) -> list[dict[str, Any]]:
+    """The scoreboard's rows per task kind (graph, programmatic), with the change in mean
+    reward since the previous round, and each kind's rows per category."""
+    if evaluation is None or not isinstance(evaluation.results, dict):
+        return []
+    results = evaluation.results
+    deltas = (evaluation.comparison or {}).get("task_kind", {}) if evaluation.comparison else {}
+    per_category = results.get("category_kind") or {}
+    rows = []
+    for kind, cell in sorted((results.get("task_kind") or {}).items()):
+        rows.append(
+            {
+                "kind": kind,
+                **cell,
+                "delta": (deltas.get(kind) or {}).get("mean_reward"),
+                "categories": [
+                    {"category": name.rsplit(" / ", 1)[0], **values}
+                    for name, values in sorted(per_category.items())
+                    if name.endswith(f" / {kind}")
+                ],
+            }
+        )
+    return rows
+
+
+def round_difficulty_chart(number: int) -> str:
+    """The difficulty distribution of the round's fresh arena tasks, by kind."""
+    counts = (
+        Task.objects.filter(split=Task.Split.ARENA, round_number=number)
+        .order_by()
+        .values_list("difficulty", "kind")
+        .annotate(n=Count("id"))
+    )
+    return charts.difficulty_chart(
+        counts, title=f"Round {number} arena tasks by gold-run length, by kind"
     )
 
 
@@ -273,6 +313,8 @@ def round_detail(request, number: int):
         "scores": score_rows(evolution_round, history, evaluation),
         "label_mix": label_mix(report, later_report),
         "next_round": following,
+        "kind_rows": kind_rows(evaluation),
+        "difficulty_chart": mark_safe(round_difficulty_chart(evolution_round.number)),
         "scores_chart": mark_safe(scores_chart(history)),
         "weakest_json": _pretty(report.weakest) if report else "",
         "results_json": _pretty(evaluation.results) if evaluation else "",
@@ -333,7 +375,11 @@ def start_round_view(request):
         "environments_per_category": _bounded_int(request, "environments_per_category", 2, 1, 50),
         "tasks_per_environment": _bounded_int(request, "tasks_per_environment", 4, 1, 200),
         "train": _checkbox(request, "train", True),
+        "max_walk_length": _bounded_int(request, "max_walk_length", 12, 1, 40),
+        "programmatic_share": _bounded_int(request, "programmatic_percent", 25, 0, 100) / 100,
     }
+    if request.POST.get("instruction_tier") in ("explicit", "goal", "goal_hard"):
+        options["instruction_tier"] = request.POST["instruction_tier"]
     if request.POST.get("seed", "").strip():
         options["seed"] = _bounded_int(request, "seed", 0, 0, 2**31 - 1)
     try:

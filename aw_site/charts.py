@@ -208,6 +208,127 @@ def bar_chart(
     return "".join(parts)
 
 
+def stacked_columns(
+    columns: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    width: int = 640,
+    height: int = 240,
+    title: str = "",
+    x_label: str = "",
+    y_label: str = "",
+    empty_message: str = "No data",
+) -> str:
+    """Vertical columns in the given order (a distribution), each stacked by series."""
+    totals = [sum(values[i] for values in series.values()) for i in range(len(columns))]
+    if not columns or not any(totals):
+        return _empty(width, 80, empty_message)
+    left, right, top, bottom = 44, 12, 24 if title else 10, 40
+    legend_rows = math.ceil(len(series) / 4)
+    bottom += 18 * legend_rows
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ticks = nice_ticks(0.0, max(totals), 4)
+    high = ticks[-1] or 1.0
+    slot = plot_w / len(columns)
+    bar_w = max(2.0, slot * 0.7)
+    parts = [
+        f'<svg class="chart chart-columns" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title or "distribution")}" {FONT} font-size="11">'
+    ]
+    if title:
+        parts.append(
+            f'<text x="{left}" y="15" font-size="13" font-weight="600">{escape(title)}</text>'
+        )
+    for tick in ticks:
+        y = top + plot_h - tick / high * plot_h
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e7eb"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#6b7280">{_fmt(tick)}</text>'
+        )
+    for index, label in enumerate(columns):
+        x = left + index * slot + (slot - bar_w) / 2
+        base = top + plot_h
+        parts.append(
+            f'<g class="column" data-label="{escape(label)}" data-value="{totals[index]:g}">'
+        )
+        for number, (name, values) in enumerate(series.items()):
+            value = values[index]
+            if value <= 0:
+                continue
+            h = value / high * plot_h
+            base -= h
+            parts.append(
+                f'<rect x="{x:.1f}" y="{base:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
+                f'fill="{PALETTE[number % len(PALETTE)]}" data-series="{escape(name)}">'
+                f"<title>{escape(label)}, {escape(name)}: {value:g}</title></rect>"
+            )
+        parts.append(
+            f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
+            f'fill="#6b7280">{escape(_clip(label, 8))}</text></g>'
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9ca3af"/>'
+    )
+    if x_label:
+        parts.append(
+            f'<text x="{left + plot_w / 2}" y="{top + plot_h + 30}" text-anchor="middle" '
+            f'fill="#374151">{escape(x_label)}</text>'
+        )
+    if y_label:
+        parts.append(
+            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
+            f'fill="#374151">{escape(y_label)}</text>'
+        )
+    for index, name in enumerate(series):
+        row, col = divmod(index, 4)
+        lx, ly = left + col * (plot_w / 4), height - 18 * legend_rows + 18 * row + 4
+        parts.append(
+            f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" fill="{PALETTE[index % len(PALETTE)]}"/>'
+            f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" fill="#374151">{escape(_clip(name, 28))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+LENGTH_BUCKETS = (
+    *((str(n), n, n) for n in range(1, 13)),
+    ("13-16", 13, 16),
+    ("17-24", 17, 24),
+    ("25-40", 25, 40),
+    (">40", 41, 10**9),
+)
+
+
+def difficulty_chart(
+    counts: Iterable[tuple[int, str, int]],
+    *,
+    title: str = "Tasks by gold-run length",
+    x_label: str = "tool calls in the gold run",
+    empty_message: str = "No tasks yet",
+) -> str:
+    """The difficulty distribution: tasks per gold-run length (1..12, then wider buckets),
+    stacked by a series label (task kind, tier). ``counts``: (length, series, tasks)."""
+    rows = [(int(n or 0), str(label or "unknown"), int(k)) for n, label, k in counts]
+    shown = [b for b in LENGTH_BUCKETS if any(b[1] <= n <= b[2] for n, _, _ in rows)]
+    if rows:  # every length up to the longest, so gaps show
+        longest = max(n for n, _, _ in rows)
+        shown = [b for b in LENGTH_BUCKETS if b[1] <= max(longest, 1)]
+    names = sorted({label for _, label, _ in rows})
+    series = {name: [0.0] * len(shown) for name in names}
+    for n, label, k in rows:
+        for index, (_, low, high) in enumerate(shown):
+            if low <= n <= high:
+                series[label][index] += k
+    return stacked_columns(
+        [b[0] for b in shown],
+        series,
+        title=title,
+        x_label=x_label,
+        y_label="tasks",
+        empty_message=empty_message,
+    )
+
+
 def _grid_layout(names: Sequence[str]) -> dict[str, tuple[float, float]]:
     columns = max(1, math.ceil(math.sqrt(len(names))))
     return {

@@ -29,7 +29,7 @@ from tasks.synthesis.replay import replay_gold  # noqa: E402
 DEFAULT_ENVS = "penguins,cars,elements,countries,languages,airports"
 MIXES = {
     "read-only, 3 steps": Difficulty(steps=3, writes=0, distractors=3),
-    "1 write, 4 steps": Difficulty(steps=4, writes=1, branching=1, distractors=3),
+    "1 write, 4 steps": Difficulty(steps=4, writes=1, joins=1, distractors=3),
 }
 
 

@@ -47,7 +47,7 @@ def main() -> None:
     plans = [
         Difficulty(steps=2, writes=0, distractors=2),
         Difficulty(steps=3, writes=1, distractors=3),
-        Difficulty(steps=4, writes=2, branching=1, distractors=4),
+        Difficulty(steps=4, writes=2, joins=1, distractors=4),
     ]
     total = AuditSummary()
     false_positives: Counter[str] = Counter()

@@ -160,7 +160,20 @@ def catalogue(request):
     page = page_of(request, environments, CARDS_PER_PAGE)
     for environment in page.object_list:
         environment.category_path = taxonomy.path(environment.category_id)
+    # The difficulty distribution of every task of the matching environments (one grouped
+    # query over the reverse relation; the chart is drawn server-side).
+    lengths = (
+        environments.order_by()
+        .filter(tasks__isnull=False)
+        .values_list("tasks__difficulty", "tasks__kind")
+        .annotate(n=Count("tasks"))
+    )
     context = {
+        "difficulty_chart": mark_safe(
+            charts.difficulty_chart(
+                lengths, title="Tasks of these environments by gold-run length, by kind"
+            )
+        ),
         "page": page,
         "filters": filters,
         "tree": taxonomy.tree(category),
@@ -426,12 +439,26 @@ def _tasks(request, environment: Environment) -> dict[str, Any]:
     # The table lists instruction and counts only: gold data stays on the task page, which
     # hides it from viewers on evaluation tasks.
     page = page_of(request, tasks, TASKS_PER_PAGE)
+    by_kind = tasks.order_by().values_list("difficulty", "kind").annotate(n=Count("id"))
+    by_tier = tasks.order_by().values_list("difficulty", "tier").annotate(n=Count("id"))
+    by_level = tasks.order_by().values_list("structure__level").annotate(n=Count("id")).order_by()
     audit = environment.task_audit or {}
     audited = int(audit.get("audited") or 0)
     discarded = sorted((audit.get("discarded") or {}).items(), key=lambda item: -item[1])
+    levels = dict(by_level)
     return {
         "task_page": page,
         "split": split,
+        "difficulty_chart": mark_safe(
+            charts.difficulty_chart(by_kind, title="Tasks by gold-run length, by kind")
+        ),
+        "tier_chart": mark_safe(
+            charts.difficulty_chart(
+                [(n, tier or "untiered", k) for n, tier, k in by_tier],
+                title="Tasks by gold-run length, by instruction tier",
+            )
+        ),
+        "levels": [(name, levels.get(name, 0)) for name in ("easy", "medium", "hard", "expert")],
         "audit": {
             "audited": audited,
             "kept": int(audit.get("kept") or 0),

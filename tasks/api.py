@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from django.db import transaction
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -48,6 +50,10 @@ class TaskSerializer(serializers.ModelSerializer):
             "metadata",
             "answer_contract",
             "audit",
+            "structure",
+            "tier",
+            "pass_rate",
+            "consistency",
             "answers_hidden",
             "created_at",
         ]
@@ -67,6 +73,32 @@ class TaskSerializer(serializers.ModelSerializer):
         return data
 
 
+class ConsistencySerializer(serializers.Serializer):
+    policy = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Policy id whose rollouts measure the pass rate (default: AW_POLICY_BASE_URL)",
+    )
+    rollouts = serializers.IntegerField(min_value=1, max_value=64, default=4)
+
+    def validate_policy(self, value):
+        from django.apps import apps
+
+        if (
+            value is not None
+            and not apps.get_model("training", "Policy").objects.filter(pk=value).exists()
+        ):
+            raise serializers.ValidationError(f"no policy {value}")
+        return value
+
+    def validate(self, attrs):
+        if attrs.get("policy") is None and not os.environ.get("AW_POLICY_BASE_URL"):
+            raise serializers.ValidationError(
+                "name a policy: no policy endpoint is configured (AW_POLICY_BASE_URL)"
+            )
+        return attrs
+
+
 class SynthesizeTasksSerializer(serializers.Serializer):
     environment = serializers.PrimaryKeyRelatedField(queryset=Environment.objects.all())
     kind = serializers.ChoiceField(choices=Task.Kind.choices, default=Task.Kind.GRAPH)
@@ -78,8 +110,13 @@ class SynthesizeTasksSerializer(serializers.Serializer):
     tier = serializers.ChoiceField(
         choices=[(t, t) for t in TIERS],
         default="goal",
-        help_text="Instruction tier of graph tasks: explicit steps, a goal, or a goal with "
-        "conditions, a value to discover and a distractor",
+        help_text="Instruction tier: explicit steps, a goal, or a goal with conditions, a "
+        "value to discover and a distractor",
+    )
+    consistency = ConsistencySerializer(
+        required=False,
+        help_text='Measure each task\'s pass rate over N rollouts of a policy: {"policy": id, '
+        '"rollouts": N}; tasks every rollout or none solved are marked (consistency)',
     )
 
     def validate(self, attrs):
@@ -95,7 +132,15 @@ class SynthesizeTasksSerializer(serializers.Serializer):
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Task.objects.select_related("environment")
     serializer_class = TaskSerializer
-    filterset_fields = ["environment", "kind", "split", "difficulty", "round_number"]
+    filterset_fields = [
+        "environment",
+        "kind",
+        "split",
+        "difficulty",
+        "round_number",
+        "tier",
+        "consistency",
+    ]
     search_fields = ["instruction"]
     ordering_fields = ["id", "difficulty", "created_at"]
 

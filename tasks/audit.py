@@ -3,8 +3,8 @@
 For every synthesized task, real runs are replayed in sandbox episodes and scored by
 ``tasks.reward.score``: the gold run must score 1.0; a no-op run, the gold run with its last
 write dropped, with one argument perturbed (so that the outcome changes), with an extra write,
-with a wrong answer and with a hedged answer must each be *not solved* and under the
-partial-credit cap. A check that cannot apply (no write to drop, no answer to hedge, no
+with a wrong answer, with a hedged answer and, for a conditional step, with the branch the
+condition did not select, must each be *not solved* and under the partial-credit cap. A check that cannot apply (no write to drop, no answer to hedge, no
 argument that changes the outcome) is recorded as not applicable. A task failing any check is
 discarded and counted by the first check it failed.
 """
@@ -32,6 +32,7 @@ CHECKS: tuple[str, ...] = (
     "extra_write",
     "wrong_answer",
     "hedged_answer",
+    "wrong_branch",
 )
 PERTURB_TRIES = 6
 FROM_RUN = object()  # an answer read from the replayed run's own last result
@@ -224,6 +225,7 @@ class VerifierAuditor:
                     checks.append(self._expect_failed(name, task, runs[name]))
                 else:
                     checks.append(AuditCheck(name, False, True, detail="the task asks no answer"))
+            checks.append(self._wrong_branch(task, gold_calls))
         failed = next((c.name for c in checks if c.applicable and not c.passed), None)
         audit = VerifierAudit(failed is None, checks, failed)
         self.summary.add(audit)
@@ -235,6 +237,9 @@ class VerifierAuditor:
         self, task: TaskSpec, calls: list[dict[str, Any]], answers: dict[str, Any]
     ) -> dict[str, dict[str, Any]]:
         """Replay ``calls`` in one fresh episode; one trajectory per answer on that state."""
+        # A template's verification script and the audit's own answers are this project's
+        # code and values: no fresh worker after each check (an LLM's script gets one).
+        trusted = (task.metadata or {}).get("instruction_source") == "template"
         steps = []
         with self.pool.start_episode(self.package) as episode:
             for index, call in enumerate(calls):
@@ -258,7 +263,9 @@ class VerifierAuditor:
                     answer = project(spec, last) if task_contract(task).expects_answer else None
                 verification = None
                 if task.verification:
-                    verification = run_verification(episode, task.verification, answer)
+                    verification = run_verification(
+                        episode, task.verification, answer, recycle=False if trusted else None
+                    )
                 runs[name] = {
                     "steps": steps,
                     "final_answer": canonical_json({"answer": answer}),
@@ -389,6 +396,25 @@ class VerifierAuditor:
         elif isinstance(value, str) and not options:
             options.append(f"{value}x")
         return options
+
+    def _wrong_branch(self, task: TaskSpec, calls) -> AuditCheck:
+        """A conditional step done the other way (the write the condition did not select) must
+        fail; where it cannot even run, the instruction asks the impossible and fails too."""
+        positions = [i for i, c in enumerate(task.gold_chain) if c.get("branch")]
+        if not positions:
+            return AuditCheck("wrong_branch", False, True, detail="the task has no branch")
+        position = positions[-1]
+        other = task.gold_chain[position]["branch"]["other"]
+        changed = list(calls)
+        changed[position] = {"tool": other["tool"], "arguments": dict(other["arguments"])}
+        answer = FROM_RUN if task.kind == "graph" else task.reference_answer
+        run = self._run(task, changed, {"run": answer})["run"]
+        if run["steps"][position]["error_kind"]:
+            detail = f"the other branch fails: {run['steps'][position]['error']}"
+            return AuditCheck("wrong_branch", True, False, detail=detail)
+        return self._expect_failed(
+            "wrong_branch", task, run, f"other branch of step {position + 1}"
+        )
 
     def _extra_write(self, task: TaskSpec, calls, reference, rng: random.Random) -> AuditCheck:
         writers = sorted(

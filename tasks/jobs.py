@@ -22,8 +22,12 @@ def synthesize(
     seed: int = 0,
     split: str | None = None,
     tier: str = "goal",
+    consistency: dict[str, Any] | bool | None = None,
 ) -> dict[str, Any]:
-    """Synthesize verified tasks in one environment; rerunning adds only new signatures."""
+    """Synthesize verified tasks in one environment; rerunning adds only new signatures.
+
+    ``consistency`` ({"policy": id, "rollouts": N}): each task's pass rate over N rollouts,
+    and the tasks every rollout or none solved marked (Task.consistency)."""
     record = Environment.objects.get(pk=environment)
     if record.status != Environment.Status.VERIFIED:
         raise ValueError(
@@ -39,10 +43,17 @@ def synthesize(
         seed=seed,
         split=split,
         tier=tier,
+        consistency=consistency,
         progress=ctx.progress,
     )
     by_split: dict[str, int] = {}
+    by_consistency: dict[str, int] = {}
     for task in created:
         by_split[task.split] = by_split.get(task.split, 0) + 1
+        if task.consistency:
+            by_consistency[task.consistency] = by_consistency.get(task.consistency, 0) + 1
     ctx.progress(1.0, f"stored {len(created)} new tasks in {record.label}")
-    return {"created": len(created), "by_split": by_split}
+    result: dict[str, Any] = {"created": len(created), "by_split": by_split}
+    if by_consistency:
+        result["by_consistency"] = by_consistency
+    return result

@@ -20,6 +20,19 @@ class Task(models.Model):
         ARENA = "arena"
         HELDOUT = "heldout"
 
+    class Tier(models.TextChoices):
+        EXPLICIT = "explicit"
+        GOAL = "goal"
+        GOAL_HARD = "goal_hard"
+
+    class Consistency(models.TextChoices):
+        """What N rollouts of a policy made of the task (tasks.synthesis.consistency)."""
+
+        UNMEASURED = "", "not measured"
+        MIXED = "mixed", "some rollouts solve it"
+        ALWAYS = "always", "every rollout solves it"
+        NEVER = "never", "no rollout solves it"
+
     environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="tasks")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     split = models.CharField(max_length=8, choices=Split.choices, default=Split.TRAIN)
@@ -46,6 +59,25 @@ class Task(models.Model):
     audit = models.JSONField(
         default=dict, blank=True, help_text="tasks.audit.VerifierAudit: the verifier's own checks"
     )
+    structure = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="tasks.synthesis.difficulty.StructuralDifficulty: steps, dependent calls, "
+        "depth, writes, branches, joins, distractors, tier, level",
+    )
+    tier = models.CharField(
+        max_length=16, choices=Tier.choices, blank=True, help_text="Instruction tier"
+    )
+    pass_rate = models.FloatField(
+        null=True, blank=True, help_text="Share of a policy's rollouts that solved the task"
+    )
+    consistency = models.CharField(
+        max_length=8,
+        choices=Consistency.choices,
+        blank=True,
+        default=Consistency.UNMEASURED,
+        help_text="always / never: every rollout / no rollout solved it (no learning signal)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -59,6 +91,7 @@ class Task(models.Model):
             models.Index(fields=["environment", "split", "kind"]),
             models.Index(fields=["split", "round_number"]),
             models.Index(fields=["environment", "id"], name="task_environment_id"),
+            models.Index(fields=["split", "consistency"], name="task_split_consistency"),
         ]
 
     def __str__(self) -> str:
@@ -76,5 +109,18 @@ class Task(models.Model):
     def gold_length(self) -> int:
         return len(self.gold_chain) if self.gold_chain else 0
 
+    @property
+    def difficulty_record(self):
+        """The stored structure as a ``StructuralDifficulty``."""
+        from tasks.synthesis.difficulty import StructuralDifficulty
+
+        return StructuralDifficulty.from_dict(self.structure or self.metadata.get("difficulty"))
+
+    @property
+    def uniform(self) -> bool:
+        """Every rollout or none solved it: no learning signal (the training set can skip it)."""
+        return self.consistency in UNIFORM_CONSISTENCY
+
 
 EVALUATION_SPLITS = frozenset({Task.Split.ARENA.value, Task.Split.HELDOUT.value})
+UNIFORM_CONSISTENCY = frozenset({Task.Consistency.ALWAYS.value, Task.Consistency.NEVER.value})

@@ -9,6 +9,7 @@ from django.db.models import F
 
 from environments.models import Environment
 from tasks.models import Task
+from tasks.synthesis.difficulty import StructuralDifficulty
 from tasks.synthesis.task_spec import TaskSpec
 
 
@@ -29,6 +30,15 @@ def write_step_count(spec: TaskSpec) -> int:
     return sum(1 for step in spec.gold_chain if step.get("kind") == "write")
 
 
+def structure_of(spec: TaskSpec) -> dict[str, Any]:
+    """The spec's ``StructuralDifficulty`` as stored on ``Task.structure``."""
+    tier = (spec.metadata or {}).get("tier") or (spec.difficulty or {}).get("tier")
+    difficulty = {"steps": len(spec.gold_chain), **(spec.difficulty or {})}
+    if tier:
+        difficulty["tier"] = tier
+    return StructuralDifficulty.from_dict(difficulty).to_dict()
+
+
 def spec_from_task(task: Task) -> TaskSpec:
     """The TaskSpec the reward and rollouts take, rebuilt from a stored task."""
     metadata = task.metadata or {}
@@ -41,7 +51,7 @@ def spec_from_task(task: Task) -> TaskSpec:
         reference_answer=task.reference_answer,
         expected_state_hash=task.expected_state_hash or None,
         expected_diff=task.expected_diff or {},
-        difficulty=metadata.get("difficulty", {"level": task.difficulty}),
+        difficulty=task.structure or metadata.get("difficulty", {"level": task.difficulty}),
         seed=task.seed,
         tools=metadata.get("tools", []),
         solution=task.solution or None,
@@ -95,6 +105,10 @@ def record_tasks(
                 round_number=round_number,
                 answer_contract=spec.answer_contract or {},
                 audit=spec.audit or {},
+                structure=structure_of(spec),
+                tier=structure_of(spec)["tier"] if (spec.metadata or {}).get("tier") else "",
+                pass_rate=(spec.metadata or {}).get("pass_rate"),
+                consistency=(spec.metadata or {}).get("consistency", ""),
                 metadata={
                     "difficulty": spec.difficulty,
                     "tools": spec.tools,

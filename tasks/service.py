@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +18,58 @@ from tasks.gold_tools import gold_tools
 from tasks.models import Task
 from tasks.records import record_tasks
 from tasks.splits import SplitPolicy, arena_round_tasks
+from tasks.synthesis.consistency import BatchSolver, ConsistencyReport, mark_consistency
 from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer
 from tasks.synthesis.programmatic_tasks import ProgrammaticTaskSynthesizer
 from tasks.synthesis.task_spec import TaskSpec
 
 Progress = Callable[[float, str], None]
+# (policy id or None for the AW_POLICY_BASE_URL endpoint, package, pool) -> BatchSolver. The
+# solver rolls a policy out, which is the training app's business: it registers the factory
+# when it loads (training/apps.py), so tasks never imports training.
+PolicySolverFactory = Callable[[int | None, Any, SandboxPool], BatchSolver]
+_policy_solver_factory: PolicySolverFactory | None = None
+DEFAULT_ROLLOUTS = 4
+
+
+def register_policy_solver(factory: PolicySolverFactory) -> None:
+    global _policy_solver_factory
+    _policy_solver_factory = factory
+
+
+def consistency_settings(consistency: dict[str, Any] | bool | None) -> dict[str, Any] | None:
+    """{"policy": id | None, "rollouts": N} when pass rates are to be measured, else None.
+
+    Asked for explicitly (``{"policy": 3, "rollouts": 8}``; ``{"rollouts": 4}`` uses the
+    AW_POLICY_BASE_URL endpoint), or by default wherever AW_POLICY_BASE_URL is configured;
+    ``False`` (or 0 rollouts) turns it off."""
+    if consistency is False:
+        return None
+    if consistency in (None, True):
+        if consistency is None and not os.environ.get("AW_POLICY_BASE_URL"):
+            return None
+        consistency = {}
+    rollouts = int(consistency.get("rollouts", DEFAULT_ROLLOUTS))
+    if rollouts <= 0:
+        return None
+    policy = consistency.get("policy")
+    if policy is None and not os.environ.get("AW_POLICY_BASE_URL"):
+        raise ValueError("pass rates need a policy id or AW_POLICY_BASE_URL")
+    return {"policy": int(policy) if policy is not None else None, "rollouts": rollouts}
+
+
+def measure_consistency(
+    specs: list[TaskSpec], package: Any, pool: SandboxPool, settings: dict[str, Any]
+) -> ConsistencyReport:
+    """Each spec's pass rate over ``settings["rollouts"]`` rollouts of the policy, marked on
+    its metadata (``pass_rate``, ``consistency``, ``rollouts``, ``consistency_policy``)."""
+    if _policy_solver_factory is None:
+        raise RuntimeError("no policy solver registered (the training app is not installed)")
+    solver = _policy_solver_factory(settings["policy"], package, pool)
+    report = mark_consistency(specs, solver, settings["rollouts"])
+    for spec in specs:
+        spec.metadata["consistency_policy"] = settings["policy"] or "AW_POLICY_BASE_URL"
+    return report
 
 
 def _quiet(fraction: float, message: str = "") -> None:
@@ -48,10 +97,11 @@ def synthesize_specs(
     tier: str = "goal",
     progress: Progress = _quiet,
 ) -> SynthesisBatch:
-    """Audited task specs; graph walk lengths spread evenly over [min, max]; ``tier`` is the
-    instruction tier of graph tasks (explicit | goal | goal_hard)."""
+    """Audited task specs; graph walk lengths spread evenly over [min, max] (a plan longer than
+    the graph allows keeps the longest dependent chain it finds, at least half the plan);
+    ``tier`` is the instruction tier (explicit | goal | goal_hard)."""
     if kind == Task.Kind.PROGRAMMATIC:
-        synthesizer = ProgrammaticTaskSynthesizer(package, pool)
+        synthesizer = ProgrammaticTaskSynthesizer(package, pool, tier=tier)
         specs = synthesizer.synthesize(count, seed=seed)
         progress(1.0, f"{len(specs)} programmatic tasks")
         return SynthesisBatch(specs, synthesizer.auditor.summary)
@@ -65,8 +115,10 @@ def synthesize_specs(
             difficulty = Difficulty(
                 steps=length,
                 writes=min(write_steps, length),
-                branching=1 if length >= 4 else 0,
+                joins=1 if length >= 4 else 0,
+                branches=1 if write_steps and length >= 3 else 0,
                 distractors=min(2 + length, 10),
+                min_steps=max(min_walk_length, (length + 1) // 2),
             )
             specs.extend(synthesizer.synthesize(share, difficulty, seed=seed + 10_007 * index))
             audit = synthesizer.auditor.summary
@@ -100,14 +152,18 @@ def synthesize_tasks(
     round_number: int | None = None,
     pool: SandboxPool | None = None,
     tier: str = "goal",
+    consistency: dict[str, Any] | bool | None = None,
     progress: Progress = _quiet,
     tools: Sequence[str] = (),
     max_batches: int = 6,
 ) -> list[Task]:
     """Synthesize and store tasks; without ``split`` each lands where its signature hashes.
 
+    ``consistency`` (see ``consistency_settings``): measure each task's pass rate over N
+    rollouts of a policy and mark the tasks every rollout or none solved.
     ``tools``: target tools; only tasks whose gold solution uses one of them are kept, and up
     to ``max_batches`` batches (new seeds) are drawn to find ``count`` of them."""
+    measuring = consistency_settings(consistency)
     package = load_package(environment.package_path)
     own_pool = pool is None
     pool = pool or SandboxPool(workers=1)
@@ -133,17 +189,61 @@ def synthesize_tasks(
                     kept.setdefault(spec.signature, spec)
             if len(kept) >= count:
                 break
+        specs = list(kept.values())[:count]
+        if measuring and specs:
+            progress(0.9, f"{measuring['rollouts']} rollouts of {len(specs)} tasks")
+            report = measure_consistency(specs, package, pool, measuring)
+            counts = report.counts()
+            progress(
+                0.99,
+                f"pass rates measured: {counts['always']} always solved, "
+                f"{counts['never']} never, {counts['mixed']} mixed",
+            )
     finally:
         if own_pool:
             pool.close()
     policy = SplitPolicy()
     return record_tasks(
         environment,
-        list(kept.values())[:count],
+        specs,
         split=split,
         round_number=round_number,
         split_of=lambda s: policy.split_of(s.signature),
     )
+
+
+ARENA_LENGTHS = (1, 2, 4, 8, 12, 16, 24, 32, 40)  # walk plans a round spreads its tasks over
+ARENA_MAX_WALK_LENGTH = 12  # a round's longest dependent walk by default (40 on request)
+
+
+def arena_plans(max_walk_length: int = ARENA_MAX_WALK_LENGTH) -> list[Difficulty]:
+    """Walk plans from one step up to ``max_walk_length``: longer ones write, branch on a value
+    found on the way and join; each keeps the longest dependent chain the graph allows, at
+    least half its length."""
+    lengths = sorted({n for n in ARENA_LENGTHS if n < max_walk_length} | {max_walk_length})
+    return [
+        Difficulty(
+            steps=n,
+            writes=0 if n < 3 else 1 if n < 8 else 2,
+            branches=1 if n >= 4 else 0,
+            joins=1 if n >= 6 else 0,
+            distractors=min(2 + n // 2, 10),
+            min_steps=max(1, n // 2),
+        )
+        for n in lengths
+    ]
+
+
+def _spread(plans: list, count: int) -> list[tuple[int, int]]:
+    """(plan index, tasks) for ``count`` tasks over the plans: every plan when there are
+    enough tasks, else evenly spaced ones that always include the longest."""
+    if count <= 0 or not plans:
+        return []
+    if count == 1:
+        picks = [len(plans) - 1]
+    else:
+        picks = [round(i * (len(plans) - 1) / (count - 1)) for i in range(count)]
+    return sorted(Counter(picks).items())
 
 
 def fresh_arena_tasks(
@@ -153,9 +253,16 @@ def fresh_arena_tasks(
     pool: SandboxPool,
     base_seed: int = 0,
     tier: str = "goal",
+    max_walk_length: int = ARENA_MAX_WALK_LENGTH,
+    programmatic_share: float = 0.25,
 ) -> list[Task]:
     """Tasks no training run has seen: new seeds per round, arena split only, never reused.
-    ``tier``: the instruction tier of the new tasks (a round's ``instruction_tier``)."""
+
+    ``tier``: the instruction tier of the new tasks (a round's ``instruction_tier``). Graph
+    tasks spread over walk plans up to ``max_walk_length`` dependent calls (the round's
+    ``max_walk_length``, 12 by default, up to 40); ``programmatic_share`` of the tasks are
+    programmatic (the round's ``programmatic_share``), graph tasks where the environment has
+    no parent -> children tools."""
     existing = list(
         Task.objects.filter(
             environment=environment, split=Task.Split.ARENA, round_number=round_number
@@ -165,31 +272,61 @@ def fresh_arena_tasks(
         return existing[:count]
     package = load_package(environment.package_path)
     exclude = set(Task.objects.filter(environment=environment).values_list("signature", flat=True))
+    have = Counter(t.kind for t in existing)
+    wanted_programs = max(0, round(count * programmatic_share) - have[Task.Kind.PROGRAMMATIC])
+    wanted_programs = min(wanted_programs, count - len(existing))
+    specs: list[TaskSpec] = []
+    if wanted_programs:
+        programs = ProgrammaticTaskSynthesizer(package, pool, tier=tier)
+        if programs.shapes:
+            found = arena_round_tasks(
+                lambda seed: programs.synthesize(2, seed=seed),
+                round_number,
+                wanted_programs,
+                exclude=exclude,
+                base_seed=base_seed + 1,
+                max_batches=12,
+                give_up_after=2,
+            )
+            specs += found.tasks
+            exclude |= {t.signature for t in found.tasks}
+        record_audit(environment, programs.auditor.summary)
+    wanted_graphs = count - len(existing) - len(specs)
     synthesizer = GraphTaskSynthesizer(package, pool, tier=tier)
-    plans = [
-        Difficulty(steps=1, distractors=2),
-        Difficulty(steps=2, distractors=3),
-        Difficulty(steps=3, writes=1, distractors=3),
-    ]
+    plans = arena_plans(max_walk_length)
     try:
-        round_tasks = arena_round_tasks(
-            lambda seed: [
-                task
-                for plan_index, plan in enumerate(plans)
-                for task in synthesizer.synthesize(
-                    2, plan, seed=seed + plan_index * 7919, max_walks=12
-                )
-            ],
-            round_number,
-            count - len(existing),
-            exclude=exclude,
-            base_seed=base_seed,
-            max_batches=40,  # goal-tier walks bind only single rows: small worlds need more
-        )
+        for index, share in _spread(plans, wanted_graphs):
+            plan = plans[index]
+            found = arena_round_tasks(
+                lambda seed, plan=plan: synthesizer.synthesize(2, plan, seed=seed, max_walks=8),
+                round_number,
+                share,
+                exclude=exclude,
+                base_seed=base_seed + 7919 * (index + 2),
+                max_batches=40 if plan.steps <= 4 else 20,
+                give_up_after=2,  # a walk this world does not allow: shorter plans fill in
+            )
+            specs += found.tasks
+            exclude |= {t.signature for t in found.tasks}
+        short = count - len(existing) - len(specs)
+        if short > 0:  # long walks this world does not allow: short ones fill the round
+            found = arena_round_tasks(
+                lambda seed: [
+                    task
+                    for plan_index, plan in enumerate(plans[:3])
+                    for task in synthesizer.synthesize(
+                        2, plan, seed=seed + plan_index * 7919, max_walks=12
+                    )
+                ],
+                round_number,
+                short,
+                exclude=exclude,
+                base_seed=base_seed,
+                max_batches=40,  # goal-tier walks bind only real data flow: small worlds need more
+            )
+            specs += found.tasks
     finally:
         synthesizer.close()
     record_audit(environment, synthesizer.auditor.summary)
-    created = record_tasks(
-        environment, round_tasks.tasks, split=Task.Split.ARENA, round_number=round_number
-    )
+    created = record_tasks(environment, specs, split=Task.Split.ARENA, round_number=round_number)
     return existing + created

@@ -75,17 +75,25 @@ def arena_round_tasks(
     exclude: set[str] | None = None,
     base_seed: int = 0,
     max_batches: int = 50,
+    give_up_after: int | None = None,
 ) -> ArenaRound:
     """Fresh arena tasks for a round: ``synthesize(seed)`` over seeds derived from the round,
-    keeping tasks that hash to the arena split and were not used before (``exclude``)."""
+    keeping tasks that hash to the arena split and were not used before (``exclude``).
+    ``give_up_after``: stop after that many batches in a row synthesized nothing at all (a
+    plan the world cannot walk)."""
     policy = policy or SplitPolicy()
     exclude = set(exclude or ())
     seed = round_seed(round_number, base_seed)
     result = ArenaRound(round_number, seed)
+    empty = 0
     for batch in range(max_batches):
         if len(result.tasks) >= count:
             break
-        for task in synthesize(seed + batch * 100_003):
+        if give_up_after is not None and empty >= give_up_after:
+            break
+        made = synthesize(seed + batch * 100_003)
+        empty = 0 if made else empty + 1
+        for task in made:
             result.synthesized += 1
             if task.signature in exclude or policy.split_of(task.signature) != "arena":
                 continue

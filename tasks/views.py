@@ -24,6 +24,7 @@ def task_detail(request, pk: int):
     metadata = public_metadata(task.metadata) if hidden else task.metadata
     context = {
         "task": task,
+        "structure": task.difficulty_record,
         "answer_contract": task_contract(task).describe() if task.answer_contract else "",
         "answers_hidden": hidden,
         "hidden_note": HIDDEN_NOTE,

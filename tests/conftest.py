@@ -1,6 +1,9 @@
-"""Shared fixtures: users of each role, API clients signed in as them, a worker shutting down."""
+"""Shared fixtures: users of each role, API clients signed in as them, a worker shutting down, and
+environments built once per session for the task synthesis tests."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -85,3 +88,41 @@ def fast_endpoint_retries(monkeypatch):
     forget_adaptations()
     yield
     forget_adaptations()
+
+
+# --- environments built once per session (task synthesis tests share them) ---------------------
+
+STARTER_FOR_TASKS = ("airports", "world_cities", "languages", "stocks")
+
+
+@pytest.fixture(scope="session")
+def starter_package_paths(tmp_path_factory):
+    """Package directories of a few starter-catalogue environments, built once per session."""
+    from environments.discovery.catalogue import main as build_catalogue
+
+    root = tmp_path_factory.mktemp("starter")
+    only = ",".join(STARTER_FOR_TASKS)
+    assert build_catalogue(["--out", str(root), "--workers", "1", "--only", only]) == 0
+    return {name: root / name / "v1" for name in STARTER_FOR_TASKS}
+
+
+@pytest.fixture(scope="session")
+def foreign_package_path(tmp_path_factory):
+    """A foreign SQLite database (tests/support/foreign_db.py) built into a verified package."""
+    from environments.build.pipeline import run_pipeline
+    from environments.build.request import BuildRequest
+    from environments.runtime import SandboxPool
+    from tests.support.foreign_db import build_foreign_sqlite
+
+    upload = tmp_path_factory.mktemp("foreign")
+    database = build_foreign_sqlite(upload / "nations.sqlite")
+    request = BuildRequest.for_upload([str(database)], database.name, str(upload))
+    with SandboxPool(workers=1) as pool:
+        built = run_pipeline(
+            request,
+            root=tmp_path_factory.mktemp("foreign_envs"),
+            workdir=tmp_path_factory.mktemp("foreign_work"),
+            pool=pool,
+        )
+    assert built.path, built
+    return Path(built.path)

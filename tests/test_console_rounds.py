@@ -139,6 +139,9 @@ def test_start_round_calls_start_round_with_the_form(as_reviewer, reviewer, monk
             "tasks_per_environment": "5",
             "train": "on",
             "seed": "7",
+            "max_walk_length": "40",
+            "programmatic_percent": "50",
+            "instruction_tier": "goal_hard",
         },
     )
     assert response.status_code == 302 and response["Location"] == "/rounds/1/"
@@ -151,6 +154,9 @@ def test_start_round_calls_start_round_with_the_form(as_reviewer, reviewer, monk
         "tasks_per_environment": 5,
         "train": True,
         "seed": 7,
+        "max_walk_length": 40,
+        "programmatic_share": 0.5,
+        "instruction_tier": "goal_hard",
     }
 
 

@@ -70,9 +70,9 @@ def test_every_graph_task_replays_to_a_perfect_score(pool, bookstore, penguins):
     for package in (bookstore, penguins):
         with GraphTaskSynthesizer(package, pool, llm=None) as synthesizer:
             tasks += synthesizer.synthesize(6, Difficulty(steps=2), seed=1)
-            tasks += synthesizer.synthesize(6, Difficulty(steps=4, writes=1, branching=1), seed=50)
+            tasks += synthesizer.synthesize(6, Difficulty(steps=4, writes=1, joins=1), seed=50)
             tasks += synthesizer.synthesize(
-                1, Difficulty(steps=40, writes=3, branching=2), seed=900
+                1, Difficulty(steps=40, writes=3, joins=2, branches=1, min_steps=4), seed=900
             )
     assert len(tasks) >= 20
     assert any(t.expected_diff for t in tasks) and any(not t.expected_diff for t in tasks)
@@ -84,17 +84,22 @@ def test_every_graph_task_replays_to_a_perfect_score(pool, bookstore, penguins):
 
 def test_difficulty_controls_shape_the_walk(pool, bookstore, penguins):
     # the explicit tier keeps every step walked (goal tiers drop lookups nothing uses)
+    plan = Difficulty(steps=40, writes=4, distractors=5, min_steps=6)
     with GraphTaskSynthesizer(penguins, pool, llm=None, tier="explicit") as synthesizer:
-        long = synthesizer.synthesize(1, Difficulty(steps=40, writes=4, distractors=5), seed=7)
-        branched = synthesizer.synthesize(8, Difficulty(steps=4, branching=1), seed=70)
-    assert long and long[0].difficulty["steps"] >= 40 and len(long[0].gold_chain) >= 40
-    assert long[0].difficulty["writes"] >= 4 and long[0].expected_diff
+        long = synthesizer.synthesize(1, plan, seed=7)
+        joined = synthesizer.synthesize(8, Difficulty(steps=4, writes=1, joins=1), seed=70)
+    # penguins is one table of rows and three of categories: a chain of real dependencies
+    # (no re-read of a row it already holds) ends where the graph does, its length recorded
+    assert long and 6 <= long[0].difficulty["steps"] == len(long[0].gold_chain) <= 45
+    assert long[0].metadata["requested_steps"] == 40
+    assert long[0].difficulty["writes"] >= 2 and long[0].expected_diff
+    assert long[0].difficulty["dependent_calls"] == len(long[0].gold_chain) - 1
     assert long[0].difficulty["distractors"] == 5
     assert len(long[0].tools) == len({c["tool"] for c in long[0].gold_chain}) + 5
-    assert any(t.difficulty["branching"] >= 1 for t in branched)
-    for task in branched:
+    assert any(t.difficulty["joins"] >= 1 for t in joined)
+    for task in joined:
         fed = [c for c in task.gold_chain if len({i["step"] for i in c["inputs"].values()}) > 1]
-        assert len(fed) == task.difficulty["branching"]
+        assert len(fed) == task.difficulty["joins"]
 
 
 def test_instruction_names_the_values_and_what_to_report(pool, bookstore):

@@ -10,3 +10,8 @@ class TrainingConfig(AppConfig):
         from training import signals
 
         post_migrate.connect(signals.after_migrate, sender=self)
+
+        from tasks.service import register_policy_solver
+        from training.consistency import policy_batch_solver
+
+        register_policy_solver(policy_batch_solver)  # pass rates for the synthesis job

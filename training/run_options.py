@@ -32,6 +32,15 @@ class RunOptions(BaseModel):
         description="Held-out tasks per environment evaluated before and after (0: no evaluation).",
     )
     seed: int = Field(0, ge=0, description="Seed for data mixing, init and sampling.")
+    task_kinds: list[Literal["graph", "programmatic"]] = Field(
+        default_factory=lambda: ["graph", "programmatic"],
+        min_length=1,
+        description="Kinds of tasks to train on, taken in turns.",
+    )
+    exclude_uniform: bool = Field(
+        False,
+        description="Leave out tasks a policy's rollouts always or never solved (no signal).",
+    )
     # --- SFT warm-up ---
     sft_epochs: int = Field(
         20, ge=0, le=1000, description="Epochs of SFT on gold trajectories (0: skip)."
@@ -100,13 +109,15 @@ class RunOptions(BaseModel):
                 kind = "checkbox"
             elif getattr(annotation, "__origin__", None) is Literal:
                 kind, choices = "select", list(annotation.__args__)
+            elif getattr(annotation, "__origin__", None) is list:
+                kind, choices = "multiple", list(annotation.__args__[0].__args__)
             elif annotation in (str, str | None):
                 kind = "text"
             rows.append(
                 {
                     "name": name,
                     "kind": kind,
-                    "default": info.default,
+                    "default": info.get_default(call_default_factory=True),
                     "help": info.description or "",
                     "choices": choices,
                     "step": "any" if annotation is float else "1",

@@ -277,22 +277,38 @@ def evaluate_tasks(
 
 
 def training_tasks(
-    run: TrainingRun, per_environment: int, split: str = Task.Split.TRAIN
+    run: TrainingRun,
+    per_environment: int,
+    split: str = Task.Split.TRAIN,
+    kinds: Sequence[str] = ("graph", "programmatic"),
+    exclude_uniform: bool = False,
 ) -> list[Task]:
     """Tasks of ``split`` from the run's environments (every verified one when none chosen):
-    the training set from ``train``, the evaluation set from ``heldout`` (never overlapping:
-    a task has one split)."""
+    the training set from ``train``, the evaluation set from ``heldout`` (never overlapping: a
+    task has one split). Per environment the easiest of each kind in ``kinds``, taken in turns
+    up to ``per_environment``; ``exclude_uniform`` leaves out the tasks every or no rollout
+    solved (no learning signal)."""
+    from tasks.models import UNIFORM_CONSISTENCY
+
     environments = list(run.environments.all()) or list(
         Environment.objects.filter(status=Environment.Status.VERIFIED)
     )
     tasks: list[Task] = []
     for environment in environments:
-        chosen = (
-            Task.objects.filter(environment=environment, split=split, kind=Task.Kind.GRAPH)
-            .select_related("environment")
-            .order_by("difficulty", "id")[:per_environment]
-        )
-        tasks.extend(chosen)
+        by_kind = []
+        for kind in kinds:
+            chosen = Task.objects.filter(
+                environment=environment, split=split, kind=kind
+            ).select_related("environment")
+            if exclude_uniform:
+                chosen = chosen.exclude(consistency__in=UNIFORM_CONSISTENCY)
+            by_kind.append(list(chosen.order_by("difficulty", "id")[:per_environment]))
+        taken: list[Task] = []
+        while len(taken) < per_environment and any(by_kind):
+            for queue in by_kind:
+                if queue and len(taken) < per_environment:
+                    taken.append(queue.pop(0))
+        tasks.extend(taken)
     return tasks
 
 
@@ -368,7 +384,12 @@ def train(
 
     options = RunOptions.model_validate(run.config or {})
     listed = [link.task for link in run.task_links.select_related("task__environment")]
-    tasks = listed or training_tasks(run, options.tasks_per_environment)
+    tasks = listed or training_tasks(
+        run,
+        options.tasks_per_environment,
+        kinds=options.task_kinds,
+        exclude_uniform=options.exclude_uniform,
+    )
     if not listed:  # the run lists the set it trained on, whichever way it was chosen
         TrainingTask.objects.bulk_create(
             [TrainingTask(run=run, task=t, source=TrainingTask.Source.TRAIN_SPLIT) for t in tasks],
@@ -376,9 +397,12 @@ def train(
         )
     if not tasks:
         raise ValueError(
-            "no train-split graph tasks in the chosen environments; synthesize tasks first"
+            f"no train-split tasks ({', '.join(options['task_kinds'])}) in the chosen "
+            "environments; synthesize tasks first"
         )
-    held_out = training_tasks(run, options.heldout_per_environment, Task.Split.HELDOUT)
+    held_out = training_tasks(
+        run, options.heldout_per_environment, Task.Split.HELDOUT, kinds=options.task_kinds
+    )
     held_out = held_out if options.heldout_per_environment else []
     packages = sorted({task.environment.package_path for task in tasks})
     output_dir = Path(settings.STORAGE_ROOT) / "training" / f"run-{run.pk}"
@@ -448,6 +472,9 @@ def train(
                 "heldout_tasks": len(held_out),
                 "eval_before": result.eval_before,
                 "eval_after": result.eval_after,
+                "tasks_by_kind": {
+                    kind: sum(1 for t in tasks if t.kind == kind) for kind in options.task_kinds
+                },
             }
         )
         run.finished_at = timezone.now()

@@ -321,6 +321,11 @@ def _posted_options(post) -> dict[str, Any]:
             if checked != row["default"]:
                 options[name] = checked
             continue
+        if row["kind"] == "multiple":
+            picked = post.getlist(name)
+            if picked and picked != row["default"]:
+                options[name] = picked
+            continue
         raw = post.get(name, "").strip()
         if raw == "" or raw == str(row["default"]):
             continue

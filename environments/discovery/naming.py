@@ -12,6 +12,7 @@ otherwise misread as plurals: Latin and Greek singulars ending in -us, -is, -ss 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import inflect
@@ -94,8 +95,24 @@ def plural(name: str) -> str:
     head, word = _split(base)
     if not word or word.lower() in UNCOUNTABLE or not any(v in word.lower() for v in "aeiouy"):
         return base
+    if word[:1].isupper():  # inflect reads a capital as a proper name: Currency -> Currencys
+        cut = 0 if word.isupper() else max(i for i, ch in enumerate(word) if ch.isupper())
+        lead, last = word[:cut], word[cut:]  # CamelCase: NationLanguage -> Nation, Language
+        found = _ENGINE.plural_noun(last.lower())
+        return head + lead + (found.upper() if last.isupper() else last[:1] + found[1:])
     return head + _ENGINE.plural_noun(word)
 
 
 def _match_case(original: str, word: str) -> str:
     return word.capitalize() if original[:1].isupper() else word
+
+
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@lru_cache(maxsize=4096)
+def words_of(name: str) -> str:
+    """A table or column name as words for a sentence: order_items -> order items,
+    ContinentCode -> continent code, AreaKm2 -> area km2; acronyms keep their capitals."""
+    spaced = _HUMP.sub(" ", name.replace("_", " "))
+    return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in spaced.split())

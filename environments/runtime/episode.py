@@ -107,11 +107,17 @@ class Episode:
         )
 
     def run_program(
-        self, source: str, entry: str = "solve", timeout: float | None = None
+        self,
+        source: str,
+        entry: str = "solve",
+        timeout: float | None = None,
+        recycle: bool | None = None,
     ) -> ProgramResult:
         """Run untrusted Python in the sandbox: `entry(call)`, where `call(name, **kwargs)`
-        invokes this episode's tools and raises on a tool error. Same limits as tool calls."""
-        return self.pool.run_program(self, source, entry, timeout)
+        invokes this episode's tools and raises on a tool error. Same limits as tool calls.
+        ``recycle``: replace the worker afterwards (default: the pool's setting); False only for
+        code this project wrote itself (the programmatic task templates)."""
+        return self.pool.run_program(self, source, entry, timeout, recycle)
 
     def state_hash(self) -> str:
         """Canonical, order-independent sha256 of this episode's tables (the worker computes it

@@ -3,11 +3,13 @@
 Where things happen:
 - tool_graph.py          which tool output feeds which parameter (schema, foreign keys, observed)
 - graph_tasks.py         seeded walks on that graph, executed in an episode -> TaskSpec
+- dependencies.py        the dependency check every kept walk passes (a real data-flow chain)
+- difficulty.py          StructuralDifficulty: a task's measured difficulty, one typed record
 - programmatic_tasks.py  solve(call) / verify(answer, call) programs run in the sandbox
 - program_shapes.py      the parent -> children tool pairs those programs loop over
 - program_templates.py   one template per solution shape (count, rank, early exit, updates...)
 - instructions.py        the task text (templates offline, the LLM when configured)
-- consistency.py         keep tasks a solver passes at a useful rate
+- consistency.py         pass rates over N rollouts; tasks always or never solved are marked
 - replay.py              a gold chain replayed in a fresh episode, as a trajectory
 """
 

@@ -7,18 +7,22 @@ another continuation, and a walk that cannot reach its length is dropped.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.answer_contract import answer_instruction, contract_for
 from tasks.synthesis.answers import project_answer
 from tasks.synthesis.arguments import sample_arguments, write_arguments
+from tasks.synthesis.dependencies import check_dependencies, references
+from tasks.synthesis.difficulty import StructuralDifficulty
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.episodes import EpisodeLease
 from tasks.synthesis.instructions import compose_instruction, llm_instruction
-from tasks.synthesis.task_spec import TaskSpec, canonical_signature
+from tasks.synthesis.task_spec import TaskSpec, canonical_json, canonical_signature
 from tasks.synthesis.tool_graph import (
     ToolGraph,
     ToolNode,
@@ -34,20 +38,30 @@ ATTEMPTS_PER_STEP = 6
 
 @dataclass
 class Difficulty:
-    """What makes a graph task hard: the walk and what the agent is offered."""
+    """The plan of a walk: its length, writes, joins, conditional writes and distractors.
 
-    steps: int = 3  # gold chain length (walks reach 40+ steps)
+    ``min_steps`` (default: ``steps``) is the shortest walk kept: a long plan in a small world
+    keeps the longest dependent chain the graph allows instead of none.
+    """
+
+    steps: int = 3  # gold chain length (walks reach 40 steps where the graph allows)
     writes: int = 0  # write steps in the chain
-    branching: int = 0  # steps fed by two or more earlier lookups
+    joins: int = 0  # steps fed by two or more earlier steps
     distractors: int = 2  # tools offered beyond those the gold chain uses
+    branches: int = 0  # conditional writes: which write is done depends on a value read
+    min_steps: int | None = None
+
+    @property
+    def shortest(self) -> int:
+        return self.steps if self.min_steps is None else max(1, min(self.min_steps, self.steps))
 
     @classmethod
     def level(cls, name: str) -> Difficulty:
         return {
-            "easy": cls(steps=2, writes=0, branching=0, distractors=1),
-            "medium": cls(steps=4, writes=1, branching=0, distractors=3),
-            "hard": cls(steps=8, writes=2, branching=1, distractors=6),
-            "expert": cls(steps=40, writes=4, branching=2, distractors=10),
+            "easy": cls(steps=2, writes=0, joins=0, distractors=1),
+            "medium": cls(steps=4, writes=1, joins=0, distractors=3),
+            "hard": cls(steps=8, writes=2, joins=1, branches=1, distractors=6, min_steps=4),
+            "expert": cls(steps=40, writes=4, joins=2, branches=2, distractors=10, min_steps=8),
         }[name]
 
 
@@ -61,25 +75,45 @@ class GraphSynthesisStats:
     calls: int = 0
     audit_discarded: int = 0
     pruned_steps: int = 0  # goal tiers: lookups feeding neither the answer nor a write
+    backtracks: int = 0  # steps undone because the chain could not go on from them
+    dependency_rejected: int = 0  # walks the dependency check refused (none expected)
+    lengths: dict[int, int] = field(default_factory=dict)  # kept tasks by gold chain length
 
 
 TIERS = ("explicit", "goal", "goal_hard")
 GOAL_TIERS = ("goal", "goal_hard")
+MAX_BACKTRACKS = 12  # reads undone per walk when the chain cannot go on from them
+MAX_ROOTS = 3  # fresh first steps per walk when the chain cannot leave its first row
 
 
 def _sort_key(value: Any):
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
 
 
-def _binding_value(step: dict[str, Any], field_name: str, rng: random.Random, rows: str = "first"):
+def orderable(values: list[Any], descending: bool = False) -> bool:
+    """Values whose smallest (or largest) a goal can name without a row order: numbers, or
+    plain strings whose first (last) in code-point order is also the first (last)
+    alphabetically whatever the case."""
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return True
+    if all(isinstance(v, str) and v.isascii() and v.strip() == v and v for v in values):
+        pick = max if descending else min
+        return pick(values) == pick(values, key=str.casefold)
+    return False
+
+
+def _binding_value(
+    step: dict[str, Any], field_name: str, rows: str = "first", descending: bool = False
+):
     """(value, item, sorted_by) of ``field_name`` in a step's result; ``item`` is the position
     in a list result (None for a single row). None when the field is absent or not a scalar.
 
     Row order is never assumed. A list with one row binds that row. From a list with several
-    rows, ``rows="first"`` binds the first row when sorted by the field itself (the smallest
-    value, which the text can state: "the first ... when sorted by <field>"), unless the page
-    may be cut short; ``rows="single"`` (goal tiers, whose text cannot name a row) binds
-    nothing.
+    rows, the row with the smallest (``descending``: largest) value of the field binds, which
+    the text states: "the first (last) ... when sorted by <field>" (``rows="first"``, the
+    explicit tier) or "the smallest (largest) <field> among ..." (``rows="single"``, goal
+    tiers, only for values whose order words can name); never from a page that may be cut
+    short.
     """
     records = records_of(step["result"])
     is_list = isinstance(step["result"], list) or (
@@ -94,16 +128,45 @@ def _binding_value(step: dict[str, Any], field_name: str, rng: random.Random, ro
         return None
     if not is_list:
         return records[0][field_name], None, None
+    if step.get("truncated") or len(usable) != len(records):
+        return None  # a page cut short (even to one row) holds rows the tool chose
     if len(records) == 1:
         return records[0][field_name], 0, None
-    if rows == "single" or step.get("truncated") or len(usable) != len(records):
+    values = [records[i][field_name] for i in usable]
+    if rows == "single" and not orderable(values, descending):
         return None
-    item = min(usable, key=lambda i: _sort_key(records[i][field_name]))
+    if len({_sort_key(v) for v in values}) < 2:
+        return None  # every row holds the same value: nothing to sort by
+    pick = max if descending else min
+    item = pick(usable, key=lambda i: _sort_key(records[i][field_name]))
     return records[item][field_name], item, field_name
 
 
+def _bound(got: tuple, index: int, field_name: str, descending: bool = False, **extra: Any):
+    value, item, sorted_by = got
+    return {
+        "step": index,
+        "field": field_name,
+        "item": item,
+        "value": value,
+        **({"sorted_by": sorted_by} if sorted_by else {}),
+        **({"descending": True} if sorted_by and descending else {}),
+        **extra,
+    }
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
 class GraphWalker:
-    """Builds one gold chain at a time by walking the graph inside an episode."""
+    """Builds one gold chain at a time by walking the graph inside an episode.
+
+    Every step after the first consumes an earlier step's output, and every lookup but the last
+    feeds a later step: after a read, only tools that read's output feeds may follow; when none
+    can, the walker undoes that read and tries another (a write is never undone: its effect is
+    in the episode). A walk ends at its planned length or where the graph allows no more.
+    """
 
     def __init__(
         self, view: EnvironmentView, graph: ToolGraph, lease: EpisodeLease, stats, rows="first"
@@ -115,9 +178,11 @@ class GraphWalker:
         self.stats = stats
         self.nodes = graph.nodes
 
-    def _bindings(self, node: ToolNode, steps, rng) -> dict[str, dict[str, Any]]:
-        """For each key parameter of ``node``, the latest step whose output can fill it."""
+    def _bindings(self, node: ToolNode, steps, rng=None) -> dict[str, dict[str, Any]]:
+        """For each parameter of ``node`` an earlier output can fill, the latest such step
+        (from a list of rows: the smallest value, or with ``rng`` the smallest or largest)."""
         found: dict[str, dict[str, Any]] = {}
+        descending = bool(rng is not None and rng.random() < 0.5)
         for pname, p in node.params.items():
             if p.role not in ("key", "value", "text") or (node.kind == "write" and p.role != "key"):
                 continue  # writes take the row to act on from earlier steps, values are fresh
@@ -130,25 +195,26 @@ class GraphWalker:
                 for source, field_name in sorted(sources):
                     if step["tool"] != source:
                         continue
-                    got = _binding_value(step, field_name, rng, self.rows)
+                    memo = step.setdefault("bind", {})  # a step's result never changes
+                    key = (field_name, self.rows, descending)
+                    if key not in memo:
+                        memo[key] = _binding_value(step, field_name, self.rows, descending)
+                    got = memo[key]
                     if got is None:
                         continue
                     if p.role in ("value", "text") and index != len(steps) - 1:
                         continue  # plain values only chain from the step just before
-                    found[pname] = {
-                        "step": index,
-                        "field": field_name,
-                        "item": got[1],
-                        "value": got[0],
-                        **({"sorted_by": got[2]} if got[2] else {}),
-                    }
+                    found[pname] = _bound(got, index, field_name, descending)
                     break
                 if pname in found:
                     break
         return found
 
     def _candidates(self, steps, want_write: bool, rng) -> list[tuple[ToolNode, dict]]:
+        """Tools that can take the next step, with the outputs that can feed them. After a read
+        only tools that read feeds qualify; after a write, any tool an earlier output feeds."""
         last = len(steps) - 1
+        must_link = self.nodes[steps[last]["tool"]].kind == "read"
         linked, loose = [], []
         for node in self.nodes.values():
             if (node.kind == "write") != want_write:
@@ -158,28 +224,50 @@ class GraphWalker:
                 continue
             if any(b["step"] == last for b in bindings.values()):
                 linked.append((node, bindings))
-            else:
+            elif not must_link:
                 loose.append((node, bindings))
         rng.shuffle(linked)
         rng.shuffle(loose)
         return linked + loose
 
-    def _arguments(self, node: ToolNode, bindings, rng) -> dict[str, Any] | None:
+    def _arguments(
+        self, node: ToolNode, bindings, rng, link: int | None, extras: bool = True
+    ) -> dict | None:
+        """Arguments taking the bound values: the required ones, one optional filter, and
+        always one fed by step ``link`` (the read the chain must go on from); ``extras``: a
+        read may add one sampled filter of its own."""
         required = {n: b for n, b in bindings.items() if node.params[n].required or b.get("side")}
         optional = sorted(n for n in bindings if n not in required)
         side = any(b.get("side") for b in required.values())
-        if optional and (not required or side or rng.random() < 0.5):
-            last = max(b["step"] for b in bindings.values())
-            keys = [n for n in optional if node.params[n].role == "key"] or optional
-            recent = [n for n in keys if bindings[n]["step"] == last] or keys
-            chosen = rng.choice(recent)
-            required[chosen] = bindings[chosen]  # one chained filter, not every field at once
+        linked = link is None or any(b["step"] == link for b in required.values())
+        if optional and (not required or side or not linked or rng.random() < 0.5):
+            if not linked:
+                pool = [n for n in optional if bindings[n]["step"] == link]
+            else:
+                last = max(bindings[n]["step"] for n in optional)
+                keys = [n for n in optional if node.params[n].role == "key"] or optional
+                pool = [n for n in keys if bindings[n]["step"] == last] or keys
+            if pool:
+                chosen = rng.choice(pool)
+                required[chosen] = bindings[chosen]  # one chained filter, not every field
         bindings.clear()
         bindings.update(required)
         fixed = {name: b["value"] for name, b in bindings.items()}
         if node.kind == "write":
             return write_arguments(self.view, node, rng, fixed)
-        return sample_arguments(self.view, node, rng, fixed=fixed, optional_rate=0.2)
+        rate = 0.2 if extras else 0.0
+        arguments = sample_arguments(self.view, node, rng, fixed=fixed, optional_rate=rate)
+        limit = node.params.get("limit")
+        if arguments is not None and not extras and limit and limit.role == "limit":
+            if limit.maximum and "limit" not in arguments:  # a whole page: rows to pick from
+                arguments["limit"] = int(limit.maximum)
+        return arguments
+
+    @staticmethod
+    def _links_hold(arguments, bindings, links: set[int]) -> bool:
+        """The arguments take at least one bound value, one from every step in ``links``."""
+        used = {b["step"] for n, b in bindings.items() if arguments.get(n) == b["value"]}
+        return bool(used) and links <= used
 
     def _useful(self, node: ToolNode, arguments, result: Any) -> bool:
         if node.kind == "write" or node.action in ("count", "aggregate"):
@@ -199,7 +287,9 @@ class GraphWalker:
         page = step["arguments"].get("limit", limit.default if limit else None)
         return bool(page) and len(records_of(step["result"])) >= page
 
-    def _execute(self, node: ToolNode, arguments, bindings, steps) -> bool:
+    def _execute(self, node: ToolNode, arguments, bindings, steps, banned=()) -> bool:
+        if (node.name, canonical_json(arguments)) in banned:
+            return False  # undone before: the chain could not go on from it
         since_write = steps
         for index in range(len(steps) - 1, -1, -1):
             if self.nodes[steps[index]["tool"]].kind == "write":
@@ -214,12 +304,15 @@ class GraphWalker:
             return False
         if not self._useful(node, arguments, outcome.result):
             return False
+        if node.kind == "read" and self._seen(node, outcome.result, steps):
+            return False  # it only finds rows the chain already holds
         inputs = {
             name: {
                 "step": b["step"],
                 "field": b["field"],
                 "item": b["item"],
                 **({"sorted_by": b["sorted_by"]} if b.get("sorted_by") else {}),
+                **({"descending": True} if b.get("descending") else {}),
             }
             for name, b in bindings.items()
             if arguments.get(name) == b["value"]
@@ -230,6 +323,38 @@ class GraphWalker:
         steps.append(step)
         return True
 
+    def _rows_found(self, node: ToolNode, result: Any) -> dict | None:
+        """{(table, key): record} of the rows a read returned; None where rows carry no key."""
+        table = node.entity
+        key = self.view.tables[table].key if table in self.view.tables else None
+        if not key or not node.returns_rows:
+            return None
+        records = records_of(result)
+        if not records or any(key not in r for r in records):
+            return None
+        return {(table, json.dumps(r[key], default=str)): r for r in records}
+
+    def _seen(self, node: ToolNode, result: Any, steps) -> bool:
+        """Whether a read found nothing new: only rows, with no field, that earlier steps
+        (since the last write) already returned. Such a re-read adds a call, not a fact;
+        a lookup of the details of a listed row (more fields) is new."""
+        found = self._rows_found(node, result)
+        if not found:
+            return False
+        earlier: dict = {}
+        for step in reversed(steps):
+            source = self.nodes[step["tool"]]
+            if source.kind == "write":
+                break
+            if "rows" not in step:  # computed once per step, the walk asks again and again
+                step["rows"] = self._rows_found(source, step["result"]) or {}
+            for row, record in step["rows"].items():
+                earlier.setdefault(row, []).append(record)
+        return all(
+            any(record.items() <= before.items() for before in earlier.get(row, ()))
+            for row, record in found.items()
+        )
+
     def _fan_in(self, node: ToolNode) -> int:
         return sum(
             1
@@ -237,13 +362,27 @@ class GraphWalker:
             if p.role == "key" and self.graph.edges_into(node.name, name)
         )
 
-    def _side_lookup(self, node: ToolNode, bindings, steps, rng) -> dict | None:
-        """Branching: run an extra lookup that feeds a parameter not yet chained."""
-        sourced = {b["step"] for b in bindings.values()}
+    def _earlier_join(self, node: ToolNode, bindings, steps, rng) -> dict | None:
+        """A join on outputs already found: a key parameter of ``node`` filled by a step
+        before the last, next to one the last step fills."""
+        last = len(steps) - 1
+        linked = {n for n, b in bindings.items() if b["step"] == last}
+        if not linked or last < 1:
+            return None
+        earlier = self._bindings(node, steps[:last], rng)
+        keys = sorted(n for n in earlier if node.params[n].role == "key")
+        pairs = [(a, b) for a in sorted(linked) for b in keys if a != b]
+        if not pairs:
+            return None
+        _, name = rng.choice(pairs)  # the other key parameter stays fed by the last step
+        return {name: {**earlier[name], "side": True}}
+
+    def _side_lookup(self, node: ToolNode, bindings, steps, rng, banned) -> dict | None:
+        """A join: one more dependent lookup feeding a key parameter of ``node`` that the last
+        step does not fill, so that ``node`` takes two earlier outputs."""
+        last = len(steps) - 1
         for pname, p in sorted(node.params.items()):
-            if p.role != "key" or (pname in bindings and len(sourced) > 1):
-                continue
-            if pname in bindings and bindings[pname]["step"] == len(steps) - 1:
+            if p.role != "key" or (pname in bindings and bindings[pname]["step"] == last):
                 continue
             lookups = [
                 e
@@ -253,89 +392,269 @@ class GraphWalker:
             rng.shuffle(lookups)
             for edge in lookups[:3]:
                 source = self.nodes[edge.source]
-                arguments = sample_arguments(self.view, source, rng)
-                if arguments is None or not self._execute(source, arguments, {}, steps):
+                feeds = self._bindings(source, steps, rng)
+                if not feeds:
                     continue
-                got = _binding_value(steps[-1], edge.field, rng, self.rows)
+                arguments = self._arguments(source, feeds, rng, None)
+                if arguments is None or not self._links_hold(arguments, feeds, set()):
+                    continue
+                if not self._execute(source, arguments, feeds, steps, banned):
+                    continue
+                descending = rng.random() < 0.5
+                got = _binding_value(steps[-1], edge.field, self.rows, descending)
                 if got is None:
+                    steps.pop()
                     continue
-                index = len(steps) - 1
-                return {
-                    pname: {
-                        "step": index,
-                        "field": edge.field,
-                        "item": got[1],
-                        "value": got[0],
-                        "side": True,
-                        **({"sorted_by": got[2]} if got[2] else {}),
-                    }
-                }
+                steps[-1]["side"] = True
+                return {pname: _bound(got, len(steps) - 1, edge.field, descending, side=True)}
         return None
 
-    def _start(self, rng, steps) -> bool:
+    def _test_value(self, step: dict[str, Any], rng) -> tuple[str | None, Any, Any] | None:
+        """(field, item, value) a condition can test in a step's result: a number the step
+        computed, or a plain column of the one row it found (not a key)."""
+        result = step["result"]
+        if isinstance(result, int | float) and not isinstance(result, bool):
+            return None, None, result
+        records = records_of(result)
+        if len(records) != 1:
+            return None
+        item = None if records[0] is result else 0
+        columns = [
+            c
+            for c, v in sorted(records[0].items())
+            if _scalar(v)
+            and c != "id"
+            and not c.endswith(("_id", "_code"))
+            and c not in step["arguments"]
+            and (not isinstance(v, str) or 0 < len(v) <= 40)
+        ]
+        if not columns:
+            return None
+        column = rng.choice(columns)
+        return column, item, records[0][column]
+
+    def _branch(self, node: ToolNode, arguments, bindings, steps, rng) -> dict | None:
+        """Make a write conditional: a value an earlier step found decides between this write
+        and another one on the same row (same tool, other values). The condition is drawn to
+        hold or not at random; the gold run does whichever write it selects."""
+        sources = [b["step"] for b in bindings.values()] + list(range(len(steps) - 1, -1, -1))
+        for index in dict.fromkeys(sources):
+            step = steps[index]
+            if self.nodes[step["tool"]].kind != "read":
+                continue
+            found = self._test_value(step, rng)
+            if found is None:
+                continue
+            field_name, item, value = found
+            holds = rng.random() < 0.5
+            if isinstance(value, int | float):
+                test = "above"
+                if isinstance(value, int):
+                    threshold = value - rng.randint(1, 3) if holds else value + rng.randint(0, 2)
+                else:
+                    threshold = math.floor(value) - 1 if holds else math.ceil(value)
+            else:
+                test = "is"
+                table = self.nodes[step["tool"]].entity
+                others = [
+                    v
+                    for v in (self.view.column_values(table, field_name) if table else [])
+                    if isinstance(v, str) and v != value and 0 < len(v) <= 40
+                ]
+                if not holds and not others:
+                    continue
+                threshold = value if holds else rng.choice(others[:50])
+            keys = {  # the same row, and what the chain fed: only the values may differ
+                n: v
+                for n, v in arguments.items()
+                if n in bindings or (node.params.get(n) and node.params[n].role == "key")
+            }
+            other = None
+            for _attempt in range(4):
+                drawn = write_arguments(self.view, node, random.Random(rng.random()), dict(keys))
+                if (
+                    drawn
+                    and drawn != arguments
+                    and all(drawn.get(n) == v for n, v in keys.items())
+                    and not any(n not in keys and node.params[n].role == "key" for n in drawn)
+                ):
+                    other = drawn  # the same row and feeds, other values
+                    break
+            if other is None:
+                return None
+            return {
+                "step": index,
+                "field": field_name,
+                "item": item,
+                "test": test,
+                "value": threshold,
+                "holds": holds,
+                "other": {"tool": node.name, "arguments": other},
+            }
+        return None
+
+    def _start(self, rng, steps, banned=()) -> bool:
         starts = [n for n in self.nodes.values() if n.kind == "read"]
         rng.shuffle(starts)
         for node in starts[: ATTEMPTS_PER_STEP * 2]:
             arguments = sample_arguments(self.view, node, rng, optional_rate=0.2)
-            if arguments is not None and self._execute(node, arguments, {}, steps):
+            if arguments is not None and self._execute(node, arguments, {}, steps, banned):
                 return True
         return False
 
+    def _step(self, steps, want_write: bool, join: bool, branch: bool, rng, banned) -> dict | None:
+        """Add one step (two for a join: the side lookup and the step it feeds). Each tool gets
+        two draws of arguments: the second without a sampled filter of its own."""
+        last = len(steps) - 1
+        link = last if self.nodes[steps[last]["tool"]].kind == "read" else None
+        options = self._candidates(steps, want_write, rng)
+        if join:  # tools with several key inputs first: they can join
+            options.sort(key=lambda option: -self._fan_in(option[0]))
+        for node, found in options[:ATTEMPTS_PER_STEP]:
+            for draw, extras in enumerate((True, False, False) if node.kind == "read" else (True,)):
+                if draw:  # another pick from listed rows (the smallest or the largest)
+                    found = self._bindings(node, steps, rng)
+                    if link is not None and not any(b["step"] == link for b in found.values()):
+                        continue
+                bindings = dict(found)
+                links = {link} if link is not None else set()
+                side, walked = None, False
+                if join:  # an output found earlier, else one more dependent lookup
+                    side = self._earlier_join(node, bindings, steps, rng)
+                    if side is None:
+                        side = self._side_lookup(node, bindings, steps, rng, banned)
+                        walked = side is not None
+                if side:
+                    bindings = {**bindings, **side}
+                    links |= {b["step"] for b in side.values()}
+                arguments = self._arguments(node, bindings, rng, link, extras)
+                condition = None
+                if arguments is not None and branch and node.kind == "write":
+                    condition = self._branch(node, arguments, bindings, steps, rng)
+                if (
+                    arguments is not None
+                    and self._links_hold(arguments, bindings, links)
+                    and self._execute(node, arguments, bindings, steps, banned)
+                ):
+                    if condition:
+                        steps[-1]["branch"] = condition
+                    joined = len({i["step"] for i in steps[-1]["inputs"].values()}) > 1
+                    return {"join": joined, "branch": bool(condition)}
+                if walked:
+                    steps.pop()  # the side lookup feeds nothing now
+        return None
+
+    def _undo(self, steps, banned) -> None:
+        """Drop the last step (a read) and the side lookup of a join with it."""
+        popped = steps.pop()
+        banned.add((popped["tool"], canonical_json(popped["arguments"])))
+        self.stats.backtracks += 1
+        if steps and steps[-1].get("side"):
+            steps.pop()
+
+    def _writes(self, steps) -> list[int]:
+        """The write steps of a chain (by identity): equal lists mean equal episode states."""
+        return [id(s) for s in steps if self.nodes[s["tool"]].kind == "write"]
+
     def walk(self, rng: random.Random, difficulty: Difficulty) -> list[dict[str, Any]] | None:
         steps: list[dict[str, Any]] = []
+        banned: set[tuple[str, str]] = set()
         self.lease.clean()
         if not self._start(rng, steps):
             return None
-        branch_left = difficulty.branching
+        joins_left, branches_left = difficulty.joins, difficulty.branches
+        wanted_writes = max(difficulty.writes, difficulty.branches)
+        undone = roots = 0
+        best: list[dict[str, Any]] = []  # the longest chain reached, to return if undone later
         while len(steps) < difficulty.steps or self._truncated(steps[-1]):
             if len(steps) >= difficulty.steps + 5:
-                return None
-            writes_left = difficulty.writes - sum(
+                break
+            writes_left = wanted_writes - sum(
                 1 for s in steps if self.nodes[s["tool"]].kind == "write"
             )
             remaining = difficulty.steps - len(steps)
             want_write = writes_left > 0 and (
-                remaining <= writes_left or rng.random() < writes_left / remaining
+                remaining <= writes_left or rng.random() < writes_left / max(1, remaining)
             )
-            options = self._candidates(steps, want_write, rng)
-            if not options and want_write:
-                options = self._candidates(steps, False, rng)
-            if branch_left > 0:  # tools with several key inputs first: they can branch
-                options.sort(key=lambda option: -self._fan_in(option[0]))
-            for node, bindings in options[:ATTEMPTS_PER_STEP]:
-                if branch_left > 0 and remaining >= 2:
-                    extra = self._side_lookup(node, bindings, steps, rng)
-                    if extra:
-                        bindings = {**bindings, **extra}
-                arguments = self._arguments(node, bindings, rng)
-                if arguments is not None and self._execute(node, arguments, bindings, steps):
-                    if len({i["step"] for i in steps[-1]["inputs"].values()}) > 1:
-                        branch_left -= 1
-                    break
-            else:
-                if not self._start(rng, steps):  # a fresh lookup opens a new branch
+            join = joins_left > 0 and remaining >= 2
+            # the last planned write is the conditional one: a later write to the same row
+            # would undo the branch and the two ways would end alike
+            branch = branches_left > 0 and writes_left <= branches_left
+            added = self._step(steps, want_write, join, branch, rng, banned)
+            if added is None and want_write:
+                added = self._step(steps, False, join, False, rng, banned)
+            if added is not None:
+                joins_left -= 1 if added["join"] else 0
+                branches_left -= 1 if added["branch"] else 0
+                if len(steps) > len(best) and not self._truncated(steps[-1]):
+                    best = list(steps)
+                continue
+            if len(steps) == 1 and roots < MAX_ROOTS:
+                roots += 1  # a dead end at the root: start from another row
+                banned.add((steps[0]["tool"], canonical_json(steps[0]["arguments"])))
+                steps.clear()
+                if not self._start(rng, steps, banned):
                     return None
+                continue
+            if undone >= MAX_BACKTRACKS or len(steps) <= 1:
+                break
+            if self.nodes[steps[-1]["tool"]].kind == "write":
+                break  # a write is never undone: the chain ends with it
+            self._undo(steps, banned)
+            undone += 1
+        if len(best) > len(steps) and self._writes(best) == self._writes(steps):
+            steps = best  # reads left the state as it was: the longer chain holds
+        while len(steps) > 1 and self._truncated(steps[-1]):
+            if self.nodes[steps[-1]["tool"]].kind == "write":
+                break
+            self._undo(steps, banned)
+        if self._truncated(steps[-1]):
+            return None
+        for step in steps:
+            step.pop("side", None)
+            step.pop("rows", None)
+            step.pop("bind", None)
         return steps
 
 
-def measured_difficulty(steps, nodes: dict[str, ToolNode], distractors: int) -> dict[str, Any]:
-    writes = sum(1 for s in steps if nodes[s["tool"]].kind == "write")
-    branching = sum(1 for s in steps if len({i["step"] for i in s["inputs"].values()}) > 1)
-    score = len(steps) + 2 * writes + 2 * branching + distractors / 4
-    level = "easy" if score < 4 else "medium" if score < 9 else "hard" if score < 20 else "expert"
-    return {
-        "steps": len(steps),
-        "writes": writes,
-        "branching": branching,
-        "distractors": distractors,
-        "level": level,
-    }
+def chain_of(steps, nodes: dict[str, ToolNode]) -> list[dict[str, Any]]:
+    """The gold chain of a walk: tool, arguments, inputs, kind and, when conditional, branch."""
+    return [
+        {
+            "tool": s["tool"],
+            "arguments": s["arguments"],
+            "inputs": s["inputs"],
+            "kind": nodes[s["tool"]].kind,
+            **({"branch": s["branch"]} if s.get("branch") else {}),
+        }
+        for s in steps
+    ]
+
+
+def measured_difficulty(
+    steps, nodes: dict[str, ToolNode], distractors: int, tier: str = "explicit"
+) -> dict[str, Any]:
+    """The walk's ``StructuralDifficulty`` (dependency counts from the dependency check)."""
+    chain = chain_of(steps, nodes)
+    report = check_dependencies(chain)
+    return StructuralDifficulty.measure(
+        steps=len(chain),
+        dependent_calls=report.dependent_calls,
+        depth=report.depth,
+        writes=sum(1 for c in chain if c["kind"] == "write"),
+        branches=sum(1 for c in chain if c.get("branch")),
+        joins=sum(1 for c in chain if len({i["step"] for i in c["inputs"].values()}) > 1),
+        distractors=distractors,
+        tier=tier,
+    ).to_dict()
 
 
 def graph_signature(environment: str, version, steps, answer_spec, tier: str = "explicit") -> str:
     """Canonical gold-chain signature: equal chains asking for the same answer, at the same
     instruction tier, are one task (the same walk at two tiers is two tasks)."""
-    chain = [[s["tool"], s["arguments"]] for s in steps]
+    chain = [
+        [s["tool"], s["arguments"], *([s["branch"]] if s.get("branch") else [])] for s in steps
+    ]
     return canonical_signature(
         {
             "environment": environment,
@@ -352,12 +671,13 @@ def prune_unused(steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> lis
     """Drop read steps that feed neither the last step nor a write (directly or not).
 
     A goal states what is wanted, not a plan; a lookup whose result nothing uses has no place
-    in it. Inputs are renumbered to the kept steps.
+    in it. The walker builds chains where every lookup is used, so this is a guard; inputs and
+    branch conditions are renumbered to the kept steps.
     """
     needed = {len(steps) - 1} | {i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"}
     for index in range(len(steps) - 1, -1, -1):
         if index in needed:
-            needed |= {b["step"] for b in steps[index]["inputs"].values()}
+            needed |= {b["step"] for _, b in references(steps[index])}
     kept = sorted(needed)
     renumber = {old: new for new, old in enumerate(kept)}
     pruned = []
@@ -366,6 +686,8 @@ def prune_unused(steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> lis
         step["inputs"] = {
             name: {**b, "step": renumber[b["step"]]} for name, b in step["inputs"].items()
         }
+        if step.get("branch"):
+            step["branch"] = {**step["branch"], "step": renumber[step["branch"]["step"]]}
         pruned.append(step)
     return pruned
 
@@ -456,13 +778,21 @@ class GraphTaskSynthesizer:
         rng = random.Random(f"{self.view.name}:{seed}")
         self.stats.walks += 1
         steps = self.walker.walk(rng, difficulty)
-        if steps is None or len(steps) < difficulty.steps:
+        if steps is None or len(steps) < difficulty.shortest:
             self.stats.short += 1
             return None
         if self.tier in GOAL_TIERS:
             kept = prune_unused(steps, self.graph.nodes)
             self.stats.pruned_steps += len(steps) - len(kept)
             steps = kept
+            if len(steps) < difficulty.shortest:
+                self.stats.short += 1
+                return None
+        report = check_dependencies(chain_of(steps, self.graph.nodes), [s["result"] for s in steps])
+        if not report.ok:  # enforced on every walk kept, whatever the walker did
+            self.stats.dependency_rejected += 1
+            log.warning("walk refused by the dependency check: %s", report.violations)
+            return None
         task = self._task_from_walk(steps, difficulty, seed, rng)
         if task is not None and self.auditor is not None:
             result = self.auditor.audit(task)
@@ -471,6 +801,9 @@ class GraphTaskSynthesizer:
                 self.stats.kept -= 1
                 self.stats.audit_discarded += 1
                 return None
+        if task is not None:
+            length = len(task.gold_chain)
+            self.stats.lengths[length] = self.stats.lengths.get(length, 0) + 1
         return task
 
     def _task_from_walk(self, steps, difficulty: Difficulty, seed: int, rng) -> TaskSpec | None:
@@ -512,22 +845,11 @@ class GraphTaskSynthesizer:
             environment=self.view.name,
             environment_version=self.view.version,
             instruction=instruction,
-            gold_chain=[
-                {
-                    "tool": s["tool"],
-                    "arguments": s["arguments"],
-                    "inputs": s["inputs"],
-                    "kind": nodes[s["tool"]].kind,
-                }
-                for s in steps
-            ],
+            gold_chain=chain_of(steps, nodes),
             reference_answer=reference,
             expected_state_hash=state_hash,
             expected_diff=diff,
-            difficulty={
-                **measured_difficulty(steps, nodes, len(distractors)),
-                "tier": self.tier,
-            },
+            difficulty=measured_difficulty(steps, nodes, len(distractors), self.tier),
             seed=seed,
             tools=offered,
             signature=signature,
@@ -537,6 +859,7 @@ class GraphTaskSynthesizer:
                 "instruction_source": source,
                 "template_instruction": template,
                 "tier": self.tier,
+                "requested_steps": difficulty.steps,
                 "given": rendered.given,
                 "discovered": rendered.discovered,
                 "gold_results": [s["result"] for s in steps],

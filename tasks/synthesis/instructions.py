@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from environments.discovery.naming import plural, singular
+from environments.discovery.naming import plural, singular, words_of
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolNode, is_row_list, records_of
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ TIERS = ("explicit", "goal", "goal_hard")
 
 
 def words(name: str) -> str:
-    return name.replace("_", " ")
+    return words_of(name)
 
 
 def fmt(value: Any) -> str:
@@ -54,8 +54,19 @@ def _things(node: ToolNode) -> str:
 
 
 def _column(node: ToolNode, name: str) -> str:
+    """The column a parameter filters on, in words; a column of another table (the parent a
+    list is for: ``list_airports_for_country(alpha_2)``) names that table: "country alpha 2"."""
     p = node.params.get(name)
-    return words(p.column[1]) if p and p.column else words(name)
+    if not p or not p.column:
+        return words(name)
+    table, column = p.column
+    if (
+        node.entity
+        and table != node.entity
+        and not words(column).startswith(words(singular(table)))
+    ):
+        return f"{words(singular(table))} {words(column)}"
+    return words(column)
 
 
 def _rows(step: dict[str, Any]) -> int:
@@ -88,8 +99,9 @@ def _reference(steps: list[dict[str, Any]], nodes: dict[str, ToolNode], binding)
     if item is None:
         owner = f"the {_thing(node)} from {where}"
     elif binding.get("sorted_by"):
+        end = "last" if binding.get("descending") else "first"
         owner = (
-            f"the first {_thing(node)} returned in {where} "
+            f"the {end} {_thing(node)} returned in {where} "
             f"when sorted by {words(binding['sorted_by'])}"
         )
     elif "result" in source and _rows(source) == 1:
@@ -149,11 +161,8 @@ def _aggregate_phrase(node: ToolNode, arguments: dict[str, Any], where: str = ""
 AGGREGATE_PARAMS = ("metric", "column", "group_by")
 
 
-def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
-    step = steps[index]
-    node = nodes[step["tool"]]
-    bindings = step.get("inputs", {})
-    arguments = step["arguments"]
+def _action_text(node: ToolNode, arguments: dict[str, Any], bindings, steps, nodes) -> str:
+    """One step's action as a sentence ("Look up the book with id equal to ...")."""
     action = node.action
     shown = (
         {n: v for n, v in arguments.items() if n not in AGGREGATE_PARAMS}
@@ -168,24 +177,59 @@ def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, Tool
     with_args = f" with {args}" if args else ""
     thing = _thing(node)
     if action == "get":
-        text = f"Look up the {thing}{with_args}."
-    elif action in ("search", "list"):
-        text = f"Find the {_things(node)}{with_args}." if args else f"List all {_things(node)}."
-    elif action == "count":
-        text = f"Count the {_things(node)}{with_args}."
-    elif action == "aggregate":
+        return f"Look up the {thing}{with_args}."
+    if action in ("search", "list"):
+        return f"Find the {_things(node)}{with_args}." if args else f"List all {_things(node)}."
+    if action == "count":
+        return f"Count the {_things(node)}{with_args}."
+    if action == "aggregate":
         where = f" with {args}" if args else ""
-        text = f"Compute {_aggregate_phrase(node, arguments, where)}."
-    elif action == "create":
-        text = f"Create a new {thing}{with_args}."
-    elif action == "update":
-        text = f"Update the {thing}: {args}." if args else f"Update the {thing}."
-    elif action == "delete":
-        text = f"Delete the {thing}{with_args}."
-    else:
-        verb = node.name.split("_")[0]
-        text = f"{verb.capitalize()} the {_things(node)}{with_args}."
-    return f"Step {index + 1}: {text}"
+        return f"Compute {_aggregate_phrase(node, arguments, where)}."
+    if action == "create":
+        return f"Create a new {thing}{with_args}."
+    if action == "update":
+        return f"Update the {thing}: {args}." if args else f"Update the {thing}."
+    if action == "delete":
+        return f"Delete the {thing}{with_args}."
+    verb = node.name.split("_")[0]
+    return f"{verb.capitalize()} the {_things(node)}{with_args}."
+
+
+def test_words(branch: dict[str, Any]) -> str:
+    """ "is above 7" or "is "Adelie"": what a branch tests its value against."""
+    if branch["test"] == "above":
+        return f"is above {fmt(branch['value'])}"
+    return f"is {fmt(branch['value'])}"
+
+
+def branch_actions(step: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(arguments if the condition holds, arguments otherwise) of a conditional step."""
+    other = step["branch"]["other"]["arguments"]
+    return (step["arguments"], other) if step["branch"]["holds"] else (other, step["arguments"])
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def describe_step(index: int, steps: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
+    step = steps[index]
+    node = nodes[step["tool"]]
+    bindings = step.get("inputs", {})
+    branch = step.get("branch")
+    if not branch:
+        return f"Step {index + 1}: {_action_text(node, step['arguments'], bindings, steps, nodes)}"
+    where = f"step {branch['step'] + 1}"
+    subject = (
+        f"the result of {where}" if branch["field"] is None else _reference(steps, nodes, branch)
+    )
+    texts = []
+    for arguments in branch_actions(step):
+        same = {n: b for n, b in bindings.items() if arguments.get(n) == step["arguments"].get(n)}
+        texts.append(_lower_first(_action_text(node, arguments, same, steps, nodes)).rstrip("."))
+    return (
+        f"Step {index + 1}: If {subject} {test_words(branch)}, {texts[0]}; otherwise, {texts[1]}."
+    )
 
 
 def describe_answer(spec: dict[str, Any], steps, nodes: dict[str, ToolNode]) -> str:
@@ -227,18 +271,63 @@ class GoalPhrases:
         self.nodes = nodes
         # (step, param) -> (column, value): a sampled key told by another attribute of its row
         self.described = described or {}
+        self.labels = self._labels()
+        self._defining: int | None = None
+
+    def _labels(self) -> dict[int, str]:
+        """Names for the rows of a deep chain ("Let B be the country whose ... of A."): a
+        phrase nested deeper than LABEL_DEPTH reads as a riddle, definitions read as a goal."""
+        depth: list[int] = []
+        used: set[int] = set()
+        for step in self.steps:
+            sources = {b["step"] for b in step.get("inputs", {}).values()}
+            if step.get("branch"):
+                sources.add(step["branch"]["step"])
+            used |= sources
+            depth.append(1 + max((depth[s] for s in sources), default=0))
+        if max(depth, default=0) <= LABEL_DEPTH:
+            return {}
+        named = [i for i in sorted(used) if self.nodes[self.steps[i]["tool"]].kind == "read"]
+        return {index: _label(n) for n, index in enumerate(named)}
+
+    def definition(self, index: int) -> str:
+        """ "Let A be ...": what a named row is."""
+        self._defining = index
+        try:
+            return f"Let {self.labels[index]} be {self.row(index)}."
+        finally:
+            self._defining = None
 
     def node(self, index: int) -> ToolNode:
         return self.nodes[self.steps[index]["tool"]]
 
-    def _shown(self, index: int, name: str) -> str:
+    def _shown(self, index: int, name: str, arguments: dict[str, Any] | None = None) -> str:
         step = self.steps[index]
+        arguments = step["arguments"] if arguments is None else arguments
         binding = step.get("inputs", {}).get(name)
-        if binding is None:
-            return fmt(step["arguments"][name])
+        if binding is None or arguments.get(name) != step["arguments"].get(name):
+            return fmt(arguments[name])
+        if binding.get("sorted_by"):
+            return self.smallest(binding)
         return f"the {words(binding['field'])} of {self.row(binding['step'])}"
 
-    def condition(self, index: int, name: str) -> str | None:
+    def smallest(self, binding: dict[str, Any]) -> str:
+        """ "the smallest (largest) body mass g among the penguins whose island is "Dream"": the
+        value a binding took from a list of several rows, by content, never by row order."""
+        field_name = binding["field"]
+        values = [r.get(field_name) for r in records_of(self.steps[binding["step"]]["result"])]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        if binding.get("descending"):
+            word = "largest" if numeric else "alphabetically last"
+        else:
+            word = "smallest" if numeric else "alphabetically first"
+        return f"the {word} {words(field_name)} among {self.row(binding['step'], many=True)}"
+
+    def _single(self, binding: dict[str, Any] | None) -> bool:
+        """Whether a binding names one row an earlier step reached (not the smallest of many)."""
+        return binding is not None and not binding.get("sorted_by")
+
+    def condition(self, index: int, name: str, arguments: dict[str, Any] | None = None):
         """ "iata is "OTS"", "population is at least 1000", or None (no filter to state)."""
         node = self.node(index)
         p = node.params.get(name)
@@ -247,7 +336,7 @@ class GoalPhrases:
             column, value = self.described[(index, name)]
             return f"{words(column)} is {fmt(value)}"
         column = _column(node, name)
-        shown = self._shown(index, name)
+        shown = self._shown(index, name, arguments)
         if role == "limit" or name in LIMIT_WORDS:
             return None
         return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
@@ -261,7 +350,7 @@ class GoalPhrases:
         (name,) = step["arguments"]
         binding = step.get("inputs", {}).get(name)
         p = node.params.get(name)
-        if binding is None or p is None or p.key is None or p.column != p.key:
+        if not self._single(binding) or p is None or p.key is None or p.column != p.key:
             return None
         source = self.node(binding["step"])
         if source.entity == node.entity and binding["field"] == p.column[1]:
@@ -277,7 +366,7 @@ class GoalPhrases:
         (name,) = step["arguments"]
         binding = step.get("inputs", {}).get(name)
         p = node.params.get(name)
-        if binding is None or p is None or p.key is None or p.column != p.key:
+        if not self._single(binding) or p is None or p.key is None or p.column != p.key:
             return None
         source = self.node(binding["step"])
         if source.entity != node.entity and singular(binding["field"]).startswith(
@@ -288,6 +377,8 @@ class GoalPhrases:
 
     def row(self, index: int, many: bool | None = None) -> str:
         """The row(s) step ``index`` reached, as a noun phrase (``many``: plural or not)."""
+        if index in self.labels and index != self._defining:
+            return self.labels[index]
         step = self.steps[index]
         node = self.node(index)
         same = self._same_row(index)
@@ -300,9 +391,12 @@ class GoalPhrases:
         if node.kind == "write":
             done = {"create": "created", "update": "updated", "delete": "deleted"}.get(action)
             return f"the {_thing(node)} you {done or 'changed'}"
+        # Given values first, values found on the way last: a nested phrase then ends its
+        # clause, and "and whose ..." cannot be read as part of it.
+        inputs = step.get("inputs", {})
         conds = [
             c
-            for name in step["arguments"]
+            for name in sorted(step["arguments"], key=lambda n: n in inputs)
             if name not in AGGREGATE_PARAMS or action != "aggregate"
             if (c := self.condition(index, name))
         ]
@@ -317,15 +411,15 @@ class GoalPhrases:
         if not conds:
             head = f"all {_things(node)}" if many else head
         text = f"{head} whose {' and whose '.join(conds)}" if conds else head
-        if limit is not None:
-            text += f" (at most {fmt(limit)} of them)"
+        if limit is not None and isinstance(limit, int) and _rows(step) >= limit:
+            text += f" (at most {fmt(limit)} of them)"  # a cut page: the bound matters
         return text
 
-    def write(self, index: int) -> str:
-        """An imperative goal for a write step."""
+    def write(self, index: int, arguments: dict[str, Any] | None = None) -> str:
+        """An imperative goal for a write step (``arguments``: one branch of a conditional)."""
         step = self.steps[index]
         node = self.node(index)
-        arguments = step["arguments"]
+        arguments = step["arguments"] if arguments is None else arguments
         keys = [
             n
             for n in arguments
@@ -335,34 +429,49 @@ class GoalPhrases:
             and p.column[0] == node.entity
         ]
         thing = _thing(node)
-        target = self._target(index, keys)
+        target = self._target(index, keys, arguments)
         values = [n for n in arguments if n not in keys]
         if node.action == "create":
-            parts = [f"{_column(node, n)} {self._shown(index, n)}" for n in arguments]
+            parts = [f"{_column(node, n)} {self._shown(index, n, arguments)}" for n in arguments]
             return f"add a new {thing} with {_join(parts)}" if parts else f"add a new {thing}"
         if node.action == "delete":
             return f"delete {target}"
         if node.action == "update" and values:
             first, *rest = values
-            parts = [f"the {_column(node, first)} of {target} to {self._shown(index, first)}"]
-            parts += [f"its {_column(node, n)} to {self._shown(index, n)}" for n in rest]
+            parts = [
+                f"the {_column(node, first)} of {target} to {self._shown(index, first, arguments)}"
+            ]
+            parts += [f"its {_column(node, n)} to {self._shown(index, n, arguments)}" for n in rest]
             return f"set {_join(parts)}"
         verb = node.name.split("_")[0]
-        conds = [c for n in values if (c := self.condition(index, n))]
-        extra = f" with {_join(conds)}" if conds else ""
+        parts = [
+            f"{_column(node, n)} {self._shown(index, n, arguments)}"
+            for n in values
+            if n not in LIMIT_WORDS
+        ]
+        extra = f" with {_join(parts)}" if parts else ""
         return f"{verb} {target}{extra}"
 
-    def _target(self, index: int, keys: list[str]) -> str:
+    def conditional(self, index: int) -> str:
+        """ "if the price of the book ... is above 7, set ...; otherwise set ...": a write that
+        depends on a value found on the way."""
+        branch = self.steps[index]["branch"]
+        source = self.row(branch["step"])
+        subject = source if branch["field"] is None else f"the {words(branch['field'])} of {source}"
+        then, otherwise = (self.write(index, a) for a in branch_actions(self.steps[index]))
+        return f"if {subject} {test_words(branch)}, {then}; otherwise {otherwise}"
+
+    def _target(self, index: int, keys: list[str], arguments=None) -> str:
         step = self.steps[index]
         node = self.node(index)
         if len(keys) == 1:
             binding = step.get("inputs", {}).get(keys[0])
             p = node.params[keys[0]]
-            if binding is not None:
+            if self._single(binding):
                 source = self.node(binding["step"])
                 if source.entity == node.entity and binding["field"] == p.column[1]:
                     return self.row(binding["step"])  # the very row an earlier step reached
-        conds = [c for n in keys if (c := self.condition(index, n))]
+        conds = [c for n in keys if (c := self.condition(index, n, arguments))]
         return (
             f"the {_thing(node)} whose {' and whose '.join(conds)}"
             if conds
@@ -391,6 +500,13 @@ class GoalPhrases:
 
 
 LIMIT_WORDS = {"limit", "offset", "page", "page_size", "per_page", "max_results"}
+LABEL_DEPTH = 4  # deeper chains name their rows (see GoalPhrases._labels)
+
+
+def _label(n: int) -> str:
+    """A, B, ..., Z, A2, B2, ...: the names of the rows of a deep chain."""
+    letter = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[n % 26]
+    return letter if n < 26 else f"{letter}{n // 26 + 1}"
 
 
 def _capital(text: str) -> str:
@@ -398,16 +514,41 @@ def _capital(text: str) -> str:
 
 
 def render_goal(steps, nodes: dict[str, ToolNode], answer_spec, described=None) -> str:
-    """The goal tier: the writes as goals in order, then the question, no plan, no tools."""
+    """The goal tier: the writes as goals in order, then the question, no plan, no tools.
+
+    Plain writes in a row read as one sentence ("Set ..., then delete ..."); a conditional write
+    is a sentence of its own; a deep chain defines its named rows where they are found, between
+    the writes, so a row found after a write is defined after it.
+    """
     phrases = GoalPhrases(steps, nodes, described)
-    writes = [i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"]
-    sentences = []
-    if writes:
-        goals = [phrases.write(i) for i in writes]
-        sentences.append(_capital(", then ".join(goals)) + ".")
+    sentences: list[str] = []
+    run: list[str] = []
+    wrote = False
+
+    def flush() -> None:
+        nonlocal wrote
+        if run:
+            text = ", then ".join(run)
+            sentences.append(("Then " + text if wrote else _capital(text)) + ".")
+            wrote = True
+            run.clear()
+
+    for index, step in enumerate(steps):
+        if nodes[step["tool"]].kind == "write":
+            if step.get("branch"):
+                flush()
+                text = phrases.conditional(index)
+                sentences.append(("Then " + text if wrote else _capital(text)) + ".")
+                wrote = True
+            else:
+                run.append(phrases.write(index))
+        elif index in phrases.labels:
+            flush()
+            sentences.append(phrases.definition(index))
+    flush()
     question = phrases.question(answer_spec)
     if question:
-        sentences.append(("After that: " if writes else "") + question)
+        sentences.append(("After that: " if wrote else "") + question)
     return " ".join(sentences)
 
 
@@ -507,7 +648,9 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
     }
     for s in steps:
         used |= {json.dumps(v) for v in s["arguments"].values()}
-    tables = sorted({nodes[s["tool"]].entity for s in steps if nodes[s["tool"]].entity})
+    tables = sorted(
+        {t for s in steps for t in (nodes[s["tool"]].entity, nodes[s["tool"]].parent) if t}
+    )
     rng.shuffle(tables)
     for table in tables:
         if table not in view.tables:
@@ -517,7 +660,9 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
         if not rows:
             continue
         row = rng.choice(rows)
-        name = next((c for c in DISPLAY_FIELDS if isinstance(row.get(c), str) and row[c]), None)
+        key = view.tables[table].key
+        names = (*DISPLAY_FIELDS, *([key] if key else []))  # by name, else by its key
+        name = next((c for c in names if isinstance(row.get(c), str) and row[c]), None)
         if name is None:
             continue
         others = _scalar_columns(row, {name})
@@ -587,13 +732,20 @@ def compose_instruction(
 
 
 def concrete_values(steps: list[dict[str, Any]]) -> list[str]:
-    """The sampled (not chained) argument values an instruction must mention verbatim."""
+    """The sampled (not chained) argument values an instruction must mention verbatim (page
+    sizes are paging, not facts: a goal names them only where a page is cut short)."""
     values = []
     for step in steps:
         bound = step.get("inputs", {})
-        for name, value in step["arguments"].items():
-            if name not in bound and value is not None:
-                values.append(value if isinstance(value, str) else json.dumps(value))
+        branch = step.get("branch")
+        calls = [step["arguments"]] + ([branch["other"]["arguments"]] if branch else [])
+        for arguments in calls:
+            for name, value in arguments.items():
+                if name not in bound and value is not None and name not in LIMIT_WORDS:
+                    values.append(value if isinstance(value, str) else json.dumps(value))
+        if branch:  # the value the condition tests against
+            value = branch["value"]
+            values.append(value if isinstance(value, str) else json.dumps(value))
     return values
 
 
@@ -671,3 +823,157 @@ def llm_instruction(
         log.info("LLM instruction numbers the steps of a goal; using the template")
         return None
     return text.strip()
+
+
+# --- programmatic tasks: the same tiers over a program's goal --------------------------------
+
+
+def _some(node: ToolNode, count: int) -> str:
+    """ "one book" or "3 books" (no article to get wrong)."""
+    return f"one {_thing(node)}" if count == 1 else f"{count} {_things(node)}"
+
+
+def _call_phrase(node: ToolNode, count: int, distinct: int) -> str:
+    """What a run of ``count`` calls of one tool (``distinct`` apart from paging) does, in
+    words (no tool name)."""
+    times = "" if count == 1 else f" ({count} times)"
+    if node.action == "get":
+        return f"Look up {_some(node, count)}."
+    if node.action in ("search", "list") and node.parent:
+        parent = words(singular(node.parent))
+        owner = f"one {parent}" if distinct == 1 else f"each of {distinct} {words(plural(parent))}"
+        pages = f" ({count} pages)" if count > distinct else ""
+        return f"List the {_things(node)} of {owner}{pages}."
+    if node.action in ("search", "list"):
+        return f"Find {_things(node)} matching a condition{times}."
+    if node.action == "count":
+        return f"Count {_things(node)}{times}."
+    if node.action == "aggregate":
+        return f"Compute a total over {_things(node)}{times}."
+    if node.action == "create":
+        return f"Add {_some(node, count)}."
+    if node.action == "update":
+        return f"Update {_some(node, count)}."
+    if node.action == "delete":
+        return f"Delete {_some(node, count)}."
+    verb = node.name.split("_")[0]
+    return f"{verb.capitalize()} {_things(node)}{times}."
+
+
+def program_plan(calls: list[dict[str, Any]], nodes: dict[str, ToolNode]) -> str:
+    """The explicit tier of a program: its gold run as steps, runs of one tool counted."""
+    runs: list[list] = []
+    for call in calls:
+        key = json.dumps(
+            {n: v for n, v in call["arguments"].items() if n not in LIMIT_WORDS},
+            sort_keys=True,
+            default=str,
+        )
+        if runs and runs[-1][0] == call["tool"]:
+            runs[-1][1] += 1
+            runs[-1][2].add(key)
+        else:
+            runs.append([call["tool"], 1, {key}])
+    lines = []
+    for index, (tool, count, keys) in enumerate(runs):
+        node = nodes.get(tool)
+        text = _call_phrase(node, count, len(keys)) if node else "Use one more tool."
+        lines.append(f"Step {index + 1}: {text}")
+    return "\n".join(lines)
+
+
+def _program_condition(calls, results, nodes, view, rng) -> str | None:
+    """A condition the gold run meets, on a row a call with given arguments found."""
+    from tasks.synthesis.dependencies import value_flow
+
+    written = {n for c in calls if c.get("kind") == "write" for n in c["arguments"]}
+    options, counts = [], []
+    for call, result, flow in zip(calls, results, value_flow(calls, results), strict=True):
+        node = nodes.get(call["tool"])
+        found = records_of(result)
+        given = {n: v for n, v in call["arguments"].items() if n not in LIMIT_WORDS}
+        if not node or node.kind != "read" or flow or not given or not node.entity:
+            continue  # rows found from values the task gives
+        if any(not isinstance(v, str | int) or isinstance(v, bool) for v in given.values()):
+            continue
+        which = " and whose ".join(f"{_column(node, n)} is {fmt(v)}" for n, v in given.items())
+        if node.action == "get" and len(found) == 1:
+            skip = set(call["arguments"]) | written
+            phrase = f"the {_thing(node)} whose {which}"
+            options += [(node, phrase, found[0], c) for c in _scalar_columns(found[0], skip)]
+        elif node.action in ("search", "list") and is_row_list(result) and found:
+            limit = call["arguments"].get("limit")
+            cut = call["arguments"].get("offset") or (
+                isinstance(limit, int) and len(found) >= limit
+            )
+            changed = {
+                nodes[c["tool"]].entity
+                for c in calls
+                if c.get("kind") == "write" and c["tool"] in nodes
+            }
+            if cut or node.entity in changed:
+                continue  # a page may hold part of the rows; a written table changes
+            counts.append((node, given, len(found)))
+    if counts and (not options or rng.random() < 0.5):
+        node, given, found = rng.choice(counts)
+        least = max(1, found - rng.randint(0, 1))
+        things = f"one {_thing(node)}" if least == 1 else f"{least} {_things(node)}"
+        if node.parent:
+            which = " and whose ".join(f"{_column(node, n)} is {fmt(v)}" for n, v in given.items())
+            return (
+                f"Do this only if the {words(singular(node.parent))} whose {which} has at "
+                f"least {things}."
+            )
+        have = " and ".join(
+            f"{words(n) if not p or not p.column or p.column[0] != node.entity else _column(node, n)} "
+            f"{fmt(v)}"
+            for n, v in given.items()
+            for p in [node.params.get(n)]
+        )
+        return f"Do this only if at least {things} {'has' if least == 1 else 'have'} {have}."
+    if not options:
+        return None
+    node, phrase, record, column = rng.choice(options)
+    value = record[column]
+    if isinstance(value, int | float):
+        return f"Do this only if the {words(column)} of {phrase} is above {math.floor(value) - 1}."
+    others = [
+        v
+        for v in (view.column_values(node.entity, column) if node.entity in view.tables else [])
+        if isinstance(v, str) and v != value and 0 < len(v) <= 40
+    ][:50]
+    if others:
+        return f"Do this unless the {words(column)} of {phrase} is {fmt(rng.choice(others))}."
+    return f"Do this only if the {words(column)} of {phrase} is {fmt(value)}."
+
+
+def program_instruction(
+    tier: str,
+    goal: str,
+    calls: list[dict[str, Any]],
+    results: list[Any],
+    nodes: dict[str, ToolNode],
+    view=None,
+    rng=None,
+) -> Rendered:
+    """A programmatic task's text at ``tier``: the template's goal as written (``goal``); at
+    ``explicit`` the goal and the gold run as steps (kinds of calls and how often, no tool
+    named); at ``goal_hard`` the goal, a condition the gold run meets and a fact about a row
+    the task does not touch."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+    rng = rng or random.Random(0)
+    if tier == "goal" or view is None:
+        return Rendered(goal, tier)
+    if tier == "explicit":
+        return Rendered(f"{goal}\n{program_plan(calls, nodes)}", tier)
+    steps = [
+        {"tool": c["tool"], "arguments": c["arguments"], "result": r}
+        for c, r in zip(calls, results, strict=True)
+        if c["tool"] in nodes
+    ]
+    extra = [
+        _program_condition(calls, results, nodes, view, rng),
+        _unrelated_fact(steps, nodes, view, rng),
+    ]
+    return Rendered(" ".join([goal, *(e for e in extra if e)]), tier)

@@ -17,9 +17,10 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.discovery.naming import words_of
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.program_shapes import ProgramShape
-from tasks.synthesis.tool_graph import plural
+from tasks.synthesis.tool_graph import plural, singular
 
 
 @dataclass
@@ -63,7 +64,7 @@ def _parents(view: EnvironmentView, shape: ProgramShape, rng, count: int) -> lis
 
 
 def _words(name: str) -> str:
-    return name.replace("_", " ")
+    return words_of(name)
 
 
 def _listing(values: list[Any]) -> str:
@@ -72,7 +73,11 @@ def _listing(values: list[Any]) -> str:
 
 def _names(shape: ProgramShape) -> tuple[str, str, str]:
     """(parent, child, parent column) in words."""
-    return _words(shape.parent_table), _words(shape.child_table), _words(shape.parent_column)
+    return (
+        _words(singular(shape.parent_table)),
+        _words(singular(shape.child_table)),
+        _words(shape.parent_column),
+    )
 
 
 def _which(shape: ProgramShape, parents: list[Any]) -> str:

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.answer_contract import answer_instruction, contract_for
+from tasks.synthesis.dependencies import value_flow
+from tasks.synthesis.difficulty import StructuralDifficulty, count_branches
 from tasks.synthesis.environment_view import EnvironmentView
+from tasks.synthesis.instructions import TIERS, program_instruction
 from tasks.synthesis.program_shapes import HELPERS, ProgramShape, find_shapes
 from tasks.synthesis.program_templates import TEMPLATES, ProgramDraft
 from tasks.synthesis.task_spec import TaskSpec, canonical_signature
-from tasks.synthesis.tool_graph import ToolGraph, build_tool_graph
+from tasks.synthesis.tool_graph import ToolGraph, build_nodes, build_tool_graph
 from tasks.verification import verification_program
 
 __all__ = [
@@ -55,10 +58,15 @@ class ProgramRun:
     error: str | None = None
 
 
-def run_solution(pool, package, solution: str, verification: str | None) -> ProgramRun:
-    """Run ``solve`` in a fresh episode, then ``verify`` on the state it left."""
+def run_solution(
+    pool, package, solution: str, verification: str | None, trusted: bool = False
+) -> ProgramRun:
+    """Run ``solve`` in a fresh episode, then ``verify`` on the state it left. ``trusted``: code
+    the templates wrote (their values inserted as literals), which need not cost a fresh
+    worker after each run; an LLM's code always does (the pool's setting)."""
+    recycle = False if trusted else None
     with pool.start_episode(package) as episode:
-        result = episode.run_program(solution, entry="solve")
+        result = episode.run_program(solution, entry="solve", recycle=recycle)
         if not result.ok:
             return ProgramRun(False, error=f"{result.error_kind}: {result.error}")
         calls = [
@@ -67,7 +75,7 @@ def run_solution(pool, package, solution: str, verification: str | None) -> Prog
         run = ProgramRun(True, result.value, calls, episode.state_hash(), episode.state_diff())
         if verification is not None:
             check = episode.run_program(
-                verification_program(verification, result.value), "__check__"
+                verification_program(verification, result.value), "__check__", recycle=recycle
             )
             run.verified = bool(check.ok and check.value is True)
             if not check.ok:
@@ -85,6 +93,38 @@ def _canonical_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: sorted(v, key=json.dumps) if isinstance(v, list) else v for k, v in params.items()}
 
 
+def replay_calls(pool, package, calls: list[dict[str, Any]]) -> list[Any]:
+    """The result of every call of a gold trace, replayed in a fresh episode."""
+    with pool.start_episode(package) as episode:
+        return [episode.call_tool(c["tool"], c["arguments"]).result for c in calls]
+
+
+def program_difficulty(
+    calls: list[dict[str, Any]],
+    results: list[Any],
+    *,
+    solution: str,
+    distractors: int,
+    tier: str,
+) -> StructuralDifficulty:
+    """A program's structure from its call trace: data flow read from values, the decisions
+    of its code (``count_branches`` of the solution without the shared helpers)."""
+    flows = value_flow(calls, results)
+    depth: list[int] = []
+    for flow in flows:
+        depth.append(1 + max((depth[b["step"]] for b in flow.values()), default=0))
+    return StructuralDifficulty.measure(
+        steps=len(calls),
+        dependent_calls=sum(1 for flow in flows if flow),
+        depth=max(depth, default=0),
+        writes=sum(1 for c in calls if c.get("kind") == "write"),
+        branches=count_branches(solution),
+        joins=sum(1 for flow in flows if len({b["step"] for b in flow.values()}) > 1),
+        distractors=distractors,
+        tier=tier,
+    )
+
+
 def programmatic_task_from_source(
     pool,
     package,
@@ -99,17 +139,29 @@ def programmatic_task_from_source(
     tools: list[str] | None = None,
     answer_spec: dict[str, Any] | None = None,
     requires_write: bool = False,
+    tier: str = "goal",
+    nodes: dict[str, Any] | None = None,
+    decisions: str | None = None,
 ) -> ProgramCheck:
-    """Validate a solution (runs, verifies, deterministic over two fresh episodes) into a task."""
+    """Validate a solution (runs, verifies, deterministic over two fresh episodes) into a task.
+
+    ``tier``: the instruction at ``explicit`` adds a plan of the calls (no tool named), at
+    ``goal_hard`` a condition the gold run meets and an unrelated fact (see
+    ``instructions.program_instruction``). ``decisions``: the code whose ``if``s count as
+    branches (the template's own, without the shared helpers; default the whole solution).
+    """
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
     view = EnvironmentView(package)
-    first = run_solution(pool, package, solution, verification)
+    trusted = source == "template"
+    first = run_solution(pool, package, solution, verification, trusted)
     if not first.ok:
         return ProgramCheck(None, f"solution failed: {first.error}")
     if not first.calls:
         return ProgramCheck(None, "solution made no tool calls")
     if not first.verified:
         return ProgramCheck(None, first.error or "verification rejected the solution's answer")
-    second = run_solution(pool, package, solution, None)
+    second = run_solution(pool, package, solution, None, trusted)
     if not second.ok or second.answer != first.answer or second.state_hash != first.state_hash:
         return ProgramCheck(None, "nondeterministic: two fresh runs disagree")
     if first.answer is None or first.answer == []:
@@ -125,12 +177,24 @@ def programmatic_task_from_source(
             # the parents of "one of A, B" are a set: order them so A, B == B, A
             "params": _canonical_params(params) if params else solution,
             "answer": first.answer,
+            "tier": tier,
         }
     )
     for call in first.calls:
         call["kind"] = view.tool_kinds.get(call["tool"], "read")
     used = list(dict.fromkeys(c["tool"] for c in first.calls))
-    writes = sum(1 for c in first.calls if view.tool_kinds.get(c["tool"]) == "write")
+    results = replay_calls(pool, package, first.calls)
+    difficulty = program_difficulty(
+        first.calls,
+        results,
+        solution=solution if decisions is None else decisions,
+        distractors=len(tools or used) - len(used),
+        tier=tier,
+    )
+    nodes = nodes if nodes is not None else build_nodes(view)
+    rendered = program_instruction(
+        tier, instruction, first.calls, results, nodes, view, random.Random(f"{signature}:text")
+    )
     answer_spec = dict(answer_spec or {})
     answer_spec.setdefault("shape", "list" if isinstance(first.answer, list) else "value")
     contract = contract_for(first.answer, answer_spec)
@@ -138,19 +202,12 @@ def programmatic_task_from_source(
         kind="programmatic",
         environment=view.name,
         environment_version=view.version,
-        instruction=f"{instruction}\n{answer_instruction(contract)}",
+        instruction=f"{rendered.text}\n{answer_instruction(contract)}",
         gold_chain=first.calls,
         reference_answer=first.answer,
         expected_state_hash=first.state_hash,
         expected_diff=first.diff,
-        difficulty={
-            "steps": len(first.calls),
-            "writes": writes,
-            "branching": 0,
-            "distractors": len(tools or used) - len(used),
-            "level": "hard" if len(first.calls) > 8 else "medium",
-            "template": template,
-        },
+        difficulty=difficulty.to_dict(),
         seed=seed,
         tools=tools or used,
         solution=solution,
@@ -160,7 +217,10 @@ def programmatic_task_from_source(
             "template": template,
             "params": params or {},
             "instruction_source": source,
+            "template_instruction": instruction,
             "answer": answer_spec,
+            "tier": tier,
+            "given": rendered.given,
         },
         answer_contract=contract.to_dict(),
     )
@@ -177,7 +237,11 @@ class ProgrammaticTaskSynthesizer:
         graph: ToolGraph | None = None,
         llm: Any = "auto",
         audit: bool = True,
+        tier: str = "goal",
     ):
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+        self.tier = tier
         self.package = package
         self.pool = pool
         self.view = EnvironmentView(package)
@@ -259,6 +323,9 @@ class ProgrammaticTaskSynthesizer:
             tools=tools,
             answer_spec=draft.answer,
             requires_write=draft.writes,
+            tier=self.tier,
+            nodes=self.graph.nodes,
+            decisions=draft.solution,
         )
 
     def _offered(
@@ -321,9 +388,13 @@ class ProgrammaticTaskSynthesizer:
             template="llm",
             seed=seed,
             source="llm",
+            tier=self.tier,
+            nodes=self.graph.nodes,
         )
 
 
-def synthesize_programmatic_tasks(package, pool, count: int, seed: int = 0, llm: Any = "auto"):
+def synthesize_programmatic_tasks(
+    package, pool, count: int, seed: int = 0, llm: Any = "auto", tier: str = "goal"
+):
     """Convenience wrapper: ``count`` verified, deterministic programmatic tasks."""
-    return ProgrammaticTaskSynthesizer(package, pool, llm=llm).synthesize(count, seed)
+    return ProgrammaticTaskSynthesizer(package, pool, llm=llm, tier=tier).synthesize(count, seed)

@@ -164,6 +164,10 @@ class Command(BaseCommand):
                 max_walk_length=3,
                 write_steps=1,
             )
+            # programmatic tasks train too (the easiest are taken in turns with graph tasks)
+            created += synthesize_tasks(
+                environment, kind=Task.Kind.PROGRAMMATIC, count=max(1, per_environment // 4)
+            )
             self.stdout.write(f"tasks: {len(created)} in {environment.label}")
 
     def finish_unfinished_rounds(self) -> None:
