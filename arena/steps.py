@@ -326,26 +326,38 @@ def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, An
 def _tasks_for(
     proposal: ExpansionProposal, environment: Environment, params: MoreTasksParams, seed: int
 ) -> dict[str, Any]:
-    """Synthesize a proposal's training tasks; refuses to call an expansion with none a success."""
-    created = synthesize_tasks(
-        environment,
-        kind=params.task_kind,
-        count=params.count,
-        min_walk_length=params.min_walk_length,
-        max_walk_length=params.longest,
-        write_steps=params.write_steps,
-        seed=seed,
-        split="train",
-        round_number=proposal.round.number,
-        tier=params.tier,
-        tools=params.tools,
-    )
+    """Synthesize a proposal's training tasks; refuses to call an expansion with none a success.
+
+    When the environment's graph cannot walk the asked length, the shortest length is halved
+    until tasks come (the result says which lengths were reached)."""
+    shortest = params.min_walk_length
+    while True:
+        created = synthesize_tasks(
+            environment,
+            kind=params.task_kind,
+            count=params.count,
+            min_walk_length=shortest,
+            max_walk_length=max(shortest, params.longest),
+            write_steps=min(params.write_steps, params.longest),
+            seed=seed,
+            split="train",
+            round_number=proposal.round.number,
+            tier=params.tier,
+            tools=params.tools,
+        )
+        if created or shortest == 1 or params.task_kind != "graph":
+            break
+        shortest = max(1, shortest // 2)
     if not created:
         wanted = f" using {', '.join(params.tools)}" if params.tools else ""
         raise ValueError(
             f"no {params.task_kind} task{wanted} could be synthesized in {environment}"
         )
-    return {"tasks": [task.pk for task in created], "tasks_created": len(created)}
+    return {
+        "tasks": [task.pk for task in created],
+        "tasks_created": len(created),
+        "min_walk_length_reached": shortest,
+    }
 
 
 def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:
