@@ -143,7 +143,11 @@ def evaluate_tasks(
     concurrency: int = 4,
     step_budget: int = 40,
 ) -> list[tuple[Task, Any]]:
-    """Run the policy on each task in a fresh episode and score it with the shared reward."""
+    """Run the policy on each task in a fresh episode and score it with the shared reward.
+
+    The step budget covers the longest gold run with room to spare (a 40-call walk needs its
+    40 calls and the answer): at least ``step_budget`` turns, at least the longest gold chain
+    plus 5."""
     from environments.package import load_package
     from training.rollout import rollout_many
     from training.rollout.agent_loop import RolloutSettings
@@ -160,7 +164,9 @@ def evaluate_tasks(
         packages,
         concurrency=concurrency,
         pool=pool,
-        settings=RolloutSettings(step_budget=step_budget),
+        settings=RolloutSettings(
+            step_budget=max(step_budget, 5 + max((len(s.gold_chain) for s in specs), default=0))
+        ),
     )
     score_trajectories(specs, trajectories)
     return list(zip(tasks, trajectories, strict=True))
