@@ -280,7 +280,9 @@ def fresh_arena_tasks(
         programs = ProgrammaticTaskSynthesizer(package, pool, tier=tier)
         if programs.shapes:
             found = arena_round_tasks(
-                lambda seed: programs.synthesize(2, seed=seed),
+                lambda seed: [  # a program's calls an agent makes one by one, 40 at most
+                    t for t in programs.synthesize(2, seed=seed) if len(t.gold_chain) <= 40
+                ],
                 round_number,
                 wanted_programs,
                 exclude=exclude,

@@ -312,6 +312,27 @@ def test_the_synthesize_api_takes_a_consistency_policy(reviewer_api, bookstore_e
 
 
 @pytest.mark.django_db
+def test_training_config_names_the_kinds_and_the_uniform_filter(reviewer_api):
+    from tests.support.factories import make_policy
+
+    policy = make_policy("tiny", kind="local_hf")
+    url = "/api/training-runs/"
+    for config in ({"task_kinds": ["bogus"]}, {"task_kinds": []}, {"exclude_uniform": "yes"}):
+        response = reviewer_api.post(
+            url, {"base_policy": policy.pk, "config": config}, format="json"
+        )
+        assert response.status_code == 400, (config, response.json())
+    config = {"task_kinds": ["programmatic"], "exclude_uniform": True}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("aw_site.jobs.dispatch", lambda job_id: None)  # no worker needed here
+        response = reviewer_api.post(
+            url, {"base_policy": policy.pk, "config": config}, format="json"
+        )
+    assert response.status_code in (201, 202), response.json()
+    assert response.json()["config"] == config
+
+
+@pytest.mark.django_db
 def test_pages_show_the_difficulty_distribution_and_rows_per_kind(client, viewer, tmp_path):
     from tests.support import factories
 

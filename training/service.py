@@ -249,7 +249,8 @@ def evaluate_tasks(
     """Run the policy on each task in a fresh episode and score it with the shared reward.
 
     Raises PolicyError with the endpoint's (or generator's) message when the policy failed,
-    rather than scoring its failures as the agent's.
+    rather than scoring its failures as the agent's. The step budget covers the longest gold
+    run with room to spare: at least ``step_budget`` turns, at least the longest gold chain + 5.
     """
     from environments.package import load_package
     from training.rollout import rollout_many
@@ -267,7 +268,9 @@ def evaluate_tasks(
         packages,
         concurrency=concurrency,
         pool=pool,
-        settings=RolloutSettings(step_budget=step_budget),
+        settings=RolloutSettings(
+            step_budget=max(step_budget, 5 + max((len(s.gold_chain) for s in specs), default=0))
+        ),
     )
     failure = policy_failure(policy, trajectories)
     if failure:
