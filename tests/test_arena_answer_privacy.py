@@ -313,7 +313,7 @@ def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
 
 # --- the console ------------------------------------------------------------------------------
 
-POST_ONLY_PAGES = {"round-start", "proposal-review", "policy-create"}
+POST_ONLY_PAGES = {"round-start", "proposal-review", "policy-create", "theme-build"}
 REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 
 
