@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 __all__ = ["RunOptions", "ValidationError", "option_errors"]
 
@@ -37,7 +37,7 @@ class RunOptions(BaseModel):
         min_length=1,
         description="Kinds of tasks to train on, taken in turns.",
     )
-    exclude_uniform: bool = Field(
+    exclude_uniform: StrictBool = Field(
         False,
         description="Leave out tasks a policy's rollouts always or never solved (no signal).",
     )
@@ -62,17 +62,19 @@ class RunOptions(BaseModel):
         description="Prompt + completion tokens at most (the model's window).",
     )
     step_budget: int = Field(40, ge=1, le=400, description="Tool-calling turns per rollout.")
-    learnability_filter: bool = Field(
+    learnability_filter: StrictBool = Field(
         True,
         description="Replace tasks whose group rewards have zero variance from the next step on.",
     )
     # --- hardware and generation backend ---
-    bf16: bool = Field(False, description="bfloat16 mixed precision (GPU).")
-    gradient_checkpointing: bool = Field(False, description="Trade compute for memory.")
-    use_lora: bool = Field(False, description="Train LoRA adapters (peft) instead of all weights.")
+    bf16: StrictBool = Field(False, description="bfloat16 mixed precision (GPU).")
+    gradient_checkpointing: StrictBool = Field(False, description="Trade compute for memory.")
+    use_lora: StrictBool = Field(
+        False, description="Train LoRA adapters (peft) instead of all weights."
+    )
     lora_r: int = Field(16, ge=1, le=1024, description="LoRA rank.")
     lora_alpha: int = Field(32, ge=1, le=4096, description="LoRA alpha.")
-    use_vllm: bool = Field(
+    use_vllm: StrictBool = Field(
         False, description="Generate GRPO rollouts with vLLM (pip install .[gpu])."
     )
     vllm_mode: Literal["colocate", "server"] = Field(
@@ -82,7 +84,7 @@ class RunOptions(BaseModel):
         None, max_length=500, description="URL of the vLLM server (server mode)."
     )
     # --- evaluation ---
-    eval_before_after: bool = Field(
+    eval_before_after: StrictBool = Field(
         True, description="Evaluate on held-out tasks before and after."
     )
 
@@ -105,7 +107,7 @@ class RunOptions(BaseModel):
             annotation = info.annotation
             kind = "number"
             choices: list[str] = []
-            if annotation is bool:
+            if annotation in (bool, StrictBool):
                 kind = "checkbox"
             elif getattr(annotation, "__origin__", None) is Literal:
                 kind, choices = "select", list(annotation.__args__)
