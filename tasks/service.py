@@ -155,7 +155,7 @@ def synthesize_tasks(
     consistency: dict[str, Any] | bool | None = None,
     progress: Progress = _quiet,
     tools: Sequence[str] = (),
-    max_batches: int = 6,
+    max_batches: int = 3,
 ) -> list[Task]:
     """Synthesize and store tasks; without ``split`` each lands where its signature hashes.
 

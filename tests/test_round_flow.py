@@ -44,7 +44,7 @@ def wait_round(number: int, statuses: set[str], timeout: float = 600) -> Evoluti
 def test_round_waits_for_review_then_expands_and_trains(arena_world, reviewer):
     with transaction.atomic():
         evolution_round = start_round(
-            user=reviewer, tasks_per_environment=3, training=QUICK_TRAINING
+            user=reviewer, tasks_per_environment=3, training=QUICK_TRAINING, max_walk_length=4
         )
     evolution_round = wait_round(
         evolution_round.number, {"awaiting_approval", "expanding", "training", "done", "failed"}
@@ -90,11 +90,15 @@ def test_round_waits_for_review_then_expands_and_trains(arena_world, reviewer):
 
 def test_two_auto_approved_rounds_compare_scores(arena_world):
     with transaction.atomic():
-        first = start_round(auto_approve=True, tasks_per_environment=2, training=QUICK_TRAINING)
+        first = start_round(
+            auto_approve=True, tasks_per_environment=2, training=QUICK_TRAINING, max_walk_length=4
+        )
     first = wait_round(first.number, {"done", "failed"})
     assert first.status == "done", first.failure_reason
     with transaction.atomic():
-        second = start_round(auto_approve=True, tasks_per_environment=2, train=False)
+        second = start_round(
+            auto_approve=True, tasks_per_environment=2, train=False, max_walk_length=4
+        )
     assert second.policy == first.trained_policy
     second = wait_round(second.number, {"done", "failed"})
     assert second.status == "done", second.failure_reason

@@ -103,7 +103,10 @@ def test_round_resumes_after_its_worker_is_killed(world, tmp_path, settings):
     ) as worker:
         with transaction.atomic():
             evolution_round = start_round(
-                auto_approve=True, tasks_per_environment=4, training=QUICK_TRAINING
+                auto_approve=True,
+                tasks_per_environment=4,
+                training=QUICK_TRAINING,
+                max_walk_length=4,
             )
 
         def evaluating_with_progress():
