@@ -62,6 +62,24 @@ def _empty(width: int, height: int, message: str) -> str:
     )
 
 
+def _axis_titles(
+    left: float, top: float, plot_w: float, plot_h: float, x_label: str, y_label: str
+) -> list[str]:
+    """The x title under the plot and the y title turned along its left edge (either optional)."""
+    titles = []
+    if x_label:
+        titles.append(
+            f'<text x="{left + plot_w / 2}" y="{top + plot_h + 30}" text-anchor="middle" '
+            f'fill="#374151">{escape(x_label)}</text>'
+        )
+    if y_label:
+        titles.append(
+            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
+            f'fill="#374151">{escape(y_label)}</text>'
+        )
+    return titles
+
+
 def line_chart(
     series: Mapping[str, Sequence[tuple[float, float]]],
     *,
@@ -127,16 +145,7 @@ def line_chart(
     parts.append(
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9ca3af"/>'
     )
-    if x_label:
-        parts.append(
-            f'<text x="{left + plot_w / 2}" y="{top + plot_h + 30}" text-anchor="middle" '
-            f'fill="#374151">{escape(x_label)}</text>'
-        )
-    if y_label:
-        parts.append(
-            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
-            f'fill="#374151">{escape(y_label)}</text>'
-        )
+    parts += _axis_titles(left, top, plot_w, plot_h, x_label, y_label)
     for index, (name, values) in enumerate(series.items()):
         color = PALETTE[index % len(PALETTE)]
         clean = sorted((x, y) for x, y in values if y is not None)
@@ -269,16 +278,7 @@ def stacked_columns(
     parts.append(
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9ca3af"/>'
     )
-    if x_label:
-        parts.append(
-            f'<text x="{left + plot_w / 2}" y="{top + plot_h + 30}" text-anchor="middle" '
-            f'fill="#374151">{escape(x_label)}</text>'
-        )
-    if y_label:
-        parts.append(
-            f'<text transform="translate(12 {top + plot_h / 2}) rotate(-90)" text-anchor="middle" '
-            f'fill="#374151">{escape(y_label)}</text>'
-        )
+    parts += _axis_titles(left, top, plot_w, plot_h, x_label, y_label)
     for index, name in enumerate(series):
         row, col = divmod(index, 4)
         lx, ly = left + col * (plot_w / 4), height - 18 * legend_rows + 18 * row + 4
