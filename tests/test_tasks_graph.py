@@ -147,3 +147,26 @@ def test_llm_writes_the_instruction_when_configured(pool, bookstore, monkeypatch
     # a rewrite that drops a concrete value would not determine the answer: template kept
     assert all(t.metadata["instruction_source"] == "template" for t in vague)
     assert all(t.instruction.startswith("Step 1:") for t in vague)
+
+
+def test_episode_lease_answers_repeated_reads_of_the_initial_state_from_memory(pool, bookstore):
+    """Walks repeat lookups; on the untouched state a read's answer is known, after a write
+    it is not (the write may have changed it)."""
+    from tasks.synthesis.episodes import EpisodeLease
+
+    lease = EpisodeLease(pool, bookstore)
+    try:
+        first = lease.call("get_book", {"book_id": 1}, "read")
+        again = lease.call("get_book", {"book_id": 1}, "read")
+        assert first.ok and again.result == first.result and lease.cached_reads == 1
+        again.result["title"] = "changed by a caller"
+        assert lease.call("get_book", {"book_id": 1}, "read").result == first.result
+        written = lease.call("update_stock", {"book_id": 1, "stock": 999}, "write")
+        assert written.ok and lease.dirty
+        after = lease.call("get_book", {"book_id": 1}, "read")
+        assert lease.cached_reads == 2 and after.result["stock"] == 999
+        lease.clean()  # a fresh episode is the initial state again: memory applies
+        assert lease.call("get_book", {"book_id": 1}, "read").result == first.result
+        assert lease.cached_reads == 3
+    finally:
+        lease.close()
