@@ -9,11 +9,11 @@ reviewer can open the trajectory and see the same thing the diagnosis saw.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tasks.gold_results import canonical_value, normalize_value, result_matches
 from tasks.gold_tools import tools_called_in_solution
 from tasks.state_changes import compare_diffs, row_pairs
 
@@ -224,30 +224,8 @@ def required_tools(task: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def normalize_value(value: Any) -> Any:
-    """Canonical form for comparing arguments, results and rows: case and type tolerant."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int | float):
-        number = float(value)
-        return round(number, 6) if math.isfinite(number) else str(number)
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return round(float(text), 6) if text else ""
-        except ValueError:
-            return text.casefold()
-    if isinstance(value, Mapping):
-        return {
-            str(k): normalize_value(v) for k, v in sorted(value.items(), key=lambda i: str(i[0]))
-        }
-    if isinstance(value, list | tuple):
-        return [normalize_value(v) for v in value]
-    return str(value)
-
-
 def _canonical(value: Any) -> str:
-    return json.dumps(normalize_value(value), sort_keys=True, default=str)
+    return canonical_value(value)
 
 
 # --- the detectors ----------------------------------------------------------------------------
@@ -315,9 +293,7 @@ def detect_wrong_arguments(steps: list[Mapping[str, Any]], task: Any) -> ErrorLa
         if matching:
             if gold_result is _NO_RESULT:
                 continue
-            if any(
-                _canonical(s.get("tool_result")) == _canonical(gold_result) for _, s in matching
-            ):
+            if any(result_matches(gold_result, s.get("tool_result")) for _, s in matching):
                 continue
             index = matching[-1][0]
             hits.append(index)

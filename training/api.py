@@ -183,10 +183,20 @@ class TrajectorySerializer(serializers.ModelSerializer):
 
 
 class TrajectoryDetailSerializer(TrajectorySerializer):
+    """With its steps and the step-by-step comparison with the gold run (verdicts only for a
+    viewer of an evaluation task)."""
+
     steps = StepSerializer(many=True, read_only=True)
+    step_comparison = serializers.SerializerMethodField()
 
     class Meta(TrajectorySerializer.Meta):
-        fields = TrajectorySerializer.Meta.fields + ["state_diff", "steps"]
+        fields = TrajectorySerializer.Meta.fields + ["state_diff", "steps", "step_comparison"]
+
+    def get_step_comparison(self, obj) -> dict:
+        from training.trajectory_comparison import comparison_for
+
+        steps = sorted(obj.steps.all(), key=lambda step: step.index)
+        return comparison_for(request_user(self.context), obj, steps)
 
 
 class PolicyViewSet(viewsets.ModelViewSet):

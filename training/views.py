@@ -18,6 +18,7 @@ from aw_site.views import console_action, console_page, page_of
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
+from training.trajectory_comparison import comparison_for
 
 TRAJECTORIES_PER_PAGE = 40
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
@@ -156,6 +157,17 @@ def trajectory_detail(request, pk: int):
         if isinstance(link, dict):
             link["arguments_json"] = _pretty(link.get("arguments"))
     called = [s.tool_name for s in steps if s.tool_name]
+    comparison = comparison_for(request.user, trajectory, steps)
+    for row in comparison["steps"]:
+        row["gold_arguments_json"] = _pretty(row.get("gold_arguments"))
+        row["agent_arguments_json"] = _pretty(row.get("agent_arguments"))
+        row["gold_result_json"] = _pretty(row.get("gold_result"))
+        row["agent_result_json"] = _pretty(row.get("agent_result"))
+    by_agent_step = {
+        row["agent_step"]: row for row in comparison["steps"] if row["agent_step"] is not None
+    }
+    for step in steps:
+        step.gold_match = by_agent_step.get(step.index)
     labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
     for label in labels:
         label.evidence_json = _pretty(
@@ -170,6 +182,7 @@ def trajectory_detail(request, pk: int):
         "steps": steps,
         "gold_chain": [g for g in gold_chain if isinstance(g, dict)],
         "called_tools": called,
+        "comparison": comparison,
         "reward": reward_breakdown(reward, trajectory.total_reward),
         "labels": labels,
         "final_diff_json": _pretty(trajectory.state_diff),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.answer_contract import answer_instruction, contract_for
+from tasks.gold_results import stored_result
 from tasks.synthesis.answers import project_answer
 from tasks.synthesis.arguments import sample_arguments, write_arguments
 from tasks.synthesis.dependencies import check_dependencies, references
@@ -618,7 +619,8 @@ class GraphWalker:
 
 
 def chain_of(steps, nodes: dict[str, ToolNode]) -> list[dict[str, Any]]:
-    """The gold chain of a walk: tool, arguments, inputs, kind and, when conditional, branch."""
+    """The gold chain of a walk: tool, arguments, inputs, kind, when conditional, branch, and
+    the result the walk observed (stored form, ``tasks.gold_results``) for diagnosis."""
     return [
         {
             "tool": s["tool"],
@@ -626,6 +628,7 @@ def chain_of(steps, nodes: dict[str, ToolNode]) -> list[dict[str, Any]]:
             "inputs": s["inputs"],
             "kind": nodes[s["tool"]].kind,
             **({"branch": s["branch"]} if s.get("branch") else {}),
+            **({"result": stored_result(s["result"])} if "result" in s else {}),
         }
         for s in steps
     ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.answer_contract import answer_instruction, contract_for
+from tasks.gold_results import with_results
 from tasks.synthesis.dependencies import value_flow
 from tasks.synthesis.difficulty import StructuralDifficulty, count_branches
 from tasks.synthesis.environment_view import EnvironmentView
@@ -184,6 +185,7 @@ def programmatic_task_from_source(
         call["kind"] = view.tool_kinds.get(call["tool"], "read")
     used = list(dict.fromkeys(c["tool"] for c in first.calls))
     results = replay_calls(pool, package, first.calls)
+    gold_chain = with_results(first.calls, results)
     difficulty = program_difficulty(
         first.calls,
         results,
@@ -203,7 +205,7 @@ def programmatic_task_from_source(
         environment=view.name,
         environment_version=view.version,
         instruction=f"{rendered.text}\n{answer_instruction(contract)}",
-        gold_chain=first.calls,
+        gold_chain=gold_chain,
         reference_answer=first.answer,
         expected_state_hash=first.state_hash,
         expected_diff=first.diff,

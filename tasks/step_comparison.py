@@ -1,0 +1,219 @@
+"""The agent's steps set against the gold run's, one gold step at a time.
+
+For every gold-chain step: did the agent make the matching call, with which arguments, and did
+it observe what the gold run observed? The trajectory page and API show this next to the
+steps; diagnosis reads the same verdicts. Viewers of evaluation tasks get ``public_dict``, which
+keeps the verdicts and step indices but no gold tool, argument or result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.answer_contract import SUBMIT_ANSWER
+from tasks.gold_results import canonical_value, normalize_value, result_matches
+
+MATCH = "match"
+DIFFERS = "differs"
+MISSING = "missing"
+STATUSES = (MATCH, DIFFERS, MISSING)
+PUBLIC_KEYS = ("gold_index", "status", "agent_step", "arguments_match", "result_match")
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """One tool call the agent made (any step with a named call, errors included)."""
+
+    position: int  # place in the step list
+    step: int  # the step's own index
+    tool: str
+    arguments: dict[str, Any]
+    result: Any
+    error_kind: str | None
+
+    @property
+    def canonical_arguments(self) -> str:
+        return canonical_value(self.arguments)
+
+
+@dataclass(frozen=True)
+class StepComparison:
+    """One gold step and the agent step matched to it (None when the agent never made it).
+
+    ``status``: ``match`` (same tool, same arguments, same observation where the gold result
+    is known), ``differs`` (the tool was called, but with other arguments or another result),
+    ``missing`` (the tool was never called). ``result_match`` is None where there is nothing to
+    compare: no agent step, or a gold chain stored before results were kept.
+    """
+
+    gold_index: int
+    tool: str
+    status: str
+    agent_step: int | None
+    arguments_match: bool | None
+    result_match: bool | None
+    differing_arguments: tuple[str, ...] = ()
+    gold_arguments: dict[str, Any] = field(default_factory=dict)
+    agent_arguments: dict[str, Any] | None = None
+    gold_result: Any = None
+    agent_result: Any = None
+    agent_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gold_index": self.gold_index,
+            "tool": self.tool,
+            "status": self.status,
+            "agent_step": self.agent_step,
+            "arguments_match": self.arguments_match,
+            "result_match": self.result_match,
+            "differing_arguments": list(self.differing_arguments),
+            "gold_arguments": self.gold_arguments,
+            "agent_arguments": self.agent_arguments,
+            "gold_result": self.gold_result,
+            "agent_result": self.agent_result,
+            "agent_error": self.agent_error,
+        }
+
+    def public_dict(self) -> dict[str, Any]:
+        """The verdict without gold data: indices and booleans only."""
+        data = self.to_dict()
+        return {key: data[key] for key in PUBLIC_KEYS}
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def agent_calls(steps: Sequence[Any]) -> list[AgentCall]:
+    """The named tool calls of a trajectory's steps (dicts or objects), ``submit_answer`` aside."""
+    calls = []
+    for position, step in enumerate(steps):
+        call = _field(step, "tool_call")
+        name = _field(call, "name") if call else None
+        if not isinstance(name, str) or not name or name == SUBMIT_ANSWER:
+            continue
+        arguments = _field(call, "arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                arguments = {"__raw__": arguments}
+        index = _field(step, "index")
+        calls.append(
+            AgentCall(
+                position=position,
+                step=index if isinstance(index, int) else position,
+                tool=name,
+                arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+                result=_field(step, "tool_result"),
+                error_kind=_field(step, "error_kind") or None,
+            )
+        )
+    return calls
+
+
+def _differing(gold: Mapping[str, Any], called: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            key
+            for key in set(gold) | set(called)
+            if normalize_value(gold.get(key)) != normalize_value(called.get(key))
+        )
+    )
+
+
+def _observed_matches(call: AgentCall, gold_step: Mapping[str, Any]) -> bool | None:
+    if "result" not in gold_step:
+        return None
+    if call.error_kind:
+        return False
+    return result_matches(gold_step["result"], call.result)
+
+
+def _pick(candidates: list[AgentCall], gold_step: Mapping[str, Any], after: int) -> AgentCall:
+    """The agent call that best answers a gold step: in order after the previous match first,
+    then one with the gold arguments and observation, then the gold arguments, then any."""
+    ordered = [c for c in candidates if c.position > after] + [
+        c for c in candidates if c.position <= after
+    ]
+    gold_arguments = canonical_value(dict(gold_step.get("arguments") or {}))
+    same_arguments = [c for c in ordered if c.canonical_arguments == gold_arguments]
+    for call in same_arguments:
+        if _observed_matches(call, gold_step) is not False:
+            return call
+    return same_arguments[0] if same_arguments else ordered[0]
+
+
+def compare_steps(gold_chain: Sequence[Any], steps: Sequence[Any]) -> list[StepComparison]:
+    """One ``StepComparison`` per gold step; each agent call answers at most one gold step."""
+    calls = agent_calls(steps)
+    used: set[int] = set()
+    after = -1
+    comparisons = []
+    for gold_index, gold_step in enumerate(gold_chain):
+        if not isinstance(gold_step, Mapping) or not isinstance(gold_step.get("tool"), str):
+            continue
+        tool = gold_step["tool"]
+        gold_arguments = dict(gold_step.get("arguments") or {})
+        gold_result = gold_step.get("result")
+        candidates = [c for c in calls if c.tool == tool and c.position not in used]
+        if not candidates:
+            comparisons.append(
+                StepComparison(
+                    gold_index,
+                    tool,
+                    MISSING,
+                    None,
+                    None,
+                    None,
+                    gold_arguments=gold_arguments,
+                    gold_result=gold_result,
+                )
+            )
+            continue
+        call = _pick(candidates, gold_step, after)
+        used.add(call.position)
+        after = max(after, call.position)
+        differing = _differing(gold_arguments, call.arguments)
+        observed = _observed_matches(call, gold_step)
+        status = (
+            MATCH if not differing and observed is not False and not call.error_kind else DIFFERS
+        )
+        comparisons.append(
+            StepComparison(
+                gold_index,
+                tool,
+                status,
+                call.step,
+                not differing,
+                observed,
+                differing_arguments=differing,
+                gold_arguments=gold_arguments,
+                agent_arguments=call.arguments,
+                gold_result=gold_result,
+                agent_result=call.result,
+                agent_error=call.error_kind,
+            )
+        )
+    return comparisons
+
+
+def comparison_counts(comparisons: Sequence[StepComparison]) -> dict[str, int]:
+    """How many gold steps match, differ and are missing."""
+    counts = Counter(c.status for c in comparisons)
+    return {status: counts.get(status, 0) for status in STATUSES}
+
+
+def comparison_payload(comparisons: Sequence[StepComparison], hide_gold: bool) -> dict[str, Any]:
+    """What the API and the page show: per-step verdicts (redacted when ``hide_gold``) and
+    the counts."""
+    return {
+        "steps": [c.public_dict() if hide_gold else c.to_dict() for c in comparisons],
+        "counts": comparison_counts(comparisons),
+        "gold_hidden": hide_gold,
+    }
