@@ -65,22 +65,42 @@ def evaluate(model_dir: str, tasks: list, packages: dict, pool, args) -> list:
     return trajectories
 
 
+def signals(task, trajectory) -> dict[str, bool]:
+    """What one episode shows: solved, and two weaker signs of learning that a policy too
+    small to solve anything can still show (a well-formed call that ran; a needed tool used)."""
+    calls = [s for s in trajectory.steps if s.tool_call is not None]
+    needed = set(gold_tools(task))
+    return {
+        "success": bool(trajectory.reward and trajectory.reward.get("success")),
+        "valid_call": any(s.error_kind is None for s in calls),
+        "needed_tool": any(s.error_kind is None and s.tool_call["name"] in needed for s in calls),
+    }
+
+
 def per_category(tasks: list, trajectories: list, packages: dict) -> dict[str, dict]:
-    cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    """Per category (and "all"): episodes, and for each signal its rate with a Wilson 95%
+    interval."""
+    cells: dict[str, list[dict[str, bool]]] = defaultdict(list)
     for task, trajectory in zip(tasks, trajectories, strict=True):
         category = category_name(packages[task.environment].manifest.get("category", {}))
-        cells[category][0] += int(bool(trajectory.reward and trajectory.reward.get("success")))
-        cells[category][1] += 1
-    cells["all"] = [sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())]
+        seen = signals(task, trajectory)
+        cells[category].append(seen)
+        cells["all"].append(seen)
     table = {}
-    for name, (successes, episodes) in sorted(cells.items()):
-        low, high = wilson_interval(successes, episodes)
-        table[name] = {
-            "successes": successes,
-            "episodes": episodes,
-            "success_rate": round(successes / episodes, 4) if episodes else 0.0,
-            "interval": [round(low, 4), round(high, 4)],
-        }
+    for name, rows in sorted(cells.items()):
+        entry: dict = {"episodes": len(rows)}
+        for signal in rows[0]:
+            hits = sum(row[signal] for row in rows)
+            low, high = wilson_interval(hits, len(rows))
+            rate = round(hits / len(rows), 4)
+            entry[signal] = {
+                "hits": hits,
+                "rate": rate,
+                "interval": [round(low, 4), round(high, 4)],
+            }
+        entry["success_rate"] = entry["success"]["rate"]
+        entry["interval"] = entry["success"]["interval"]
+        table[name] = entry
     return table
 
 
@@ -202,6 +222,11 @@ def main() -> int:
             for c in cells
         ]
         print(f"{category:34} {text[0]:>16} {text[1]:>16} {text[2]:>16}")
+    print("\nall held-out episodes, rate [95% interval] per signal:")
+    for signal in ("success", "valid_call", "needed_tool"):
+        cells = [report[arm]["all"][signal] for arm in ("before", "targeted", "control")]
+        text = [f"{c['rate']:.3f} [{c['interval'][0]:.3f},{c['interval'][1]:.3f}]" for c in cells]
+        print(f"{signal:34} {text[0]:>20} {text[1]:>20} {text[2]:>20}")
     (out / "learning_experiment.json").write_text(json.dumps(report, indent=2, default=str))
     print(json.dumps({k: report[k] for k in ("heldout_tasks", "arm_tasks", "seconds")}))
     return 0
