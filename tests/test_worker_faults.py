@@ -222,7 +222,7 @@ def test_job_cut_short_by_a_worker_shutdown_is_retried_not_failed(tmp_path, sett
     settings.STORAGE_ROOT = tmp_path / "storage"
     shop = record_package(build_sample_package(tmp_path / "pkg", extra_books=40))
     # Enough audited tasks that the shutdown lands mid-way (progress > 0.2, far from done).
-    arguments = {"environment": shop.pk, "count": 300, "write_steps": 1, "max_walk_length": 5}
+    arguments = {"environment": shop.pk, "count": 150, "write_steps": 1, "max_walk_length": 5}
     with celery_worker(tmp_path, pool=pool) as worker:
         with transaction.atomic():
             job = enqueue("tasks.synthesize", arguments)
@@ -237,7 +237,7 @@ def test_job_cut_short_by_a_worker_shutdown_is_retried_not_failed(tmp_path, sett
         assert "Warm shutdown" in worker.log()
         # Either the job lost a sandbox call it could not do without (it goes back to the
         # queue), or it replaced the lost sandbox worker and finished during the warm shutdown,
-        # or (every task now replays its verifier audit, so 300 take longer than the 15 s grace)
+        # or (every task now replays its verifier audit, so 150 take longer than the 15 s grace)
         # the worker was killed with the job still running: the restarted worker retries it.
         left = ("retrying", "succeeded", "running")
         assert stopped.state in left, (stopped.state, stopped.error)
