@@ -12,7 +12,7 @@ world allows (at least 2 steps); ``workflow`` asks for 8 steps with 2 dependent 
 conditional write (branch) and a join (at least 4 steps).
 
     .venv/bin/python benchmarks/planning_tasks.py --packages /tmp/cat [--seconds 2]
-        [--plans 3,6,12] [--tiers explicit,goal,goal_hard] [--only a,b] [--programs]
+        [--plans 3,6,12] [--tiers explicit,goal,goal_hard] [--only a,b] [--programs] [--exact]
 """
 
 from __future__ import annotations
@@ -57,10 +57,14 @@ class Clock:
             self.cpu = 2 * self.wall
 
 
-def plans(lengths: list[int]):
+def plans(lengths: list[int], exact: bool = False):
+    """Walk plans by label; ``exact`` keeps only walks of the full length asked for."""
     from tasks.synthesis.graph_tasks import Difficulty
 
-    found = {f"read {n}": Difficulty(steps=n, distractors=3, min_steps=min(2, n)) for n in lengths}
+    found = {
+        f"read {n}": Difficulty(steps=n, distractors=3, min_steps=n if exact else min(2, n))
+        for n in lengths
+    }
     found["workflow"] = Difficulty(
         steps=8, writes=2, branches=1, joins=1, distractors=3, min_steps=4
     )
@@ -71,12 +75,12 @@ def histogram(lengths: Counter) -> str:
     return " ".join(f"{n}:{k}" for n, k in sorted(lengths.items()))
 
 
-def run_graph(packages, pool, tiers, lengths, seconds) -> list[dict]:
+def run_graph(packages, pool, tiers, lengths, seconds, exact=False) -> list[dict]:
     from tasks.synthesis.graph_tasks import GraphTaskSynthesizer
 
     rows = []
     for tier in tiers:
-        for label, plan in plans(lengths).items():
+        for label, plan in plans(lengths, exact).items():
             row = {"tier": tier, "plan": label, "tasks": 0, "wall": 0.0, "cpu": 0.0}
             row.update(audited=0, kept=0, rejected=0, full=0, lengths=Counter(), reach={})
             row["discarded"] = Counter()
@@ -150,6 +154,9 @@ def main() -> None:
     parser.add_argument("--plans", default="3,6,12", help="read-only walk lengths asked for")
     parser.add_argument("--tiers", default="explicit,goal,goal_hard")
     parser.add_argument("--programs", action="store_true", help="programmatic tasks too")
+    parser.add_argument(
+        "--exact", action="store_true", help="read walks: keep only those of the full length"
+    )
     args = parser.parse_args()
 
     from environments.runtime import SandboxPool, load_package
@@ -160,7 +167,7 @@ def main() -> None:
     print(f"{len(packages)} environments, {args.seconds:g} s per environment, tier and plan")
     with SandboxPool(workers=1) as pool:
         rows = run_graph(
-            packages, pool, tiers, [int(n) for n in args.plans.split(",")], args.seconds
+            packages, pool, tiers, [int(n) for n in args.plans.split(",")], args.seconds, args.exact
         )
         program_rows = run_programs(packages, pool, tiers, args.seconds) if args.programs else []
     print(
