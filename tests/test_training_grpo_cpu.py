@@ -134,3 +134,30 @@ def test_grpo_rollouts_call_tools_and_drop_tasks_without_signal(tmp_path):
     assert result.grpo["substituted_groups"] >= 1  # ... and replaced when drawn again
     assert grpo[-1]["learnability/unlearnable_tasks"] >= 1
     assert set(generator.batches) <= {4, 3, 2, 1} and max(generator.batches) == 4
+
+
+def test_cli_tasks_include_programmatic_tasks_when_asked(tmp_path):
+    """Without a tasks file the trainer synthesises its own; programmatic tasks join the graph
+    tasks when configured, and the chain-length cap still applies to their gold runs."""
+    from training.grpo.trainer import load_tasks
+
+    package = load_package(build_sample_package(tmp_path / "pkg"))
+    packages = {package.name: package}
+    with SandboxPool(workers=1) as pool:
+        both = load_tasks(
+            TrainingConfig(
+                packages=[str(package.path)],
+                tasks_per_environment=3,
+                programmatic_tasks_per_environment=2,
+                max_chain_length=40,
+            ),
+            packages,
+            pool,
+        )
+        graph_only = load_tasks(
+            TrainingConfig(packages=[str(package.path)], tasks_per_environment=3), packages, pool
+        )
+    kinds = [t.kind for t in both]
+    assert kinds.count("programmatic") == 2 and "graph" in kinds, kinds
+    assert {t.kind for t in graph_only} == {"graph"}
+    assert all(len(t.gold_chain) <= 1 for t in graph_only)

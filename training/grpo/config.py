@@ -27,6 +27,14 @@ class TrainingConfig:
     tasks_per_environment: int = field(
         default=8, metadata={"help": "Tasks synthesised per environment when tasks_path is unset."}
     )
+    programmatic_tasks_per_environment: int = field(
+        default=0,
+        metadata={
+            "help": "Programmatic tasks (a verified program's goal) synthesised per environment "
+            "beside the graph tasks when tasks_path is unset; max_chain_length applies to their "
+            "gold runs too."
+        },
+    )
     max_chain_length: int = field(
         default=1,
         metadata={"help": "Longest gold chain kept (1 = single-call tasks, the easiest)."},

@@ -55,12 +55,22 @@ def load_tasks(config: TrainingConfig, packages: dict[str, Any], pool: Any) -> l
     else:
         from tasks.synthesis.graph_tasks import Difficulty, synthesize_graph_tasks
 
-        difficulty = Difficulty(steps=config.max_chain_length, distractors=1)
+        difficulty = Difficulty(steps=config.max_chain_length, distractors=1, min_steps=1)
         tasks = []
+        from tasks.synthesis.programmatic_tasks import synthesize_programmatic_tasks
+
         for package in packages.values():
             tasks += synthesize_graph_tasks(
                 package, pool, config.tasks_per_environment, difficulty, config.seed, llm=None
             )
+            if config.programmatic_tasks_per_environment:
+                tasks += synthesize_programmatic_tasks(
+                    package,
+                    pool,
+                    config.programmatic_tasks_per_environment,
+                    seed=config.seed,
+                    llm=None,
+                )
     kept = [
         t
         for t in tasks
