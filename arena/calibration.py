@@ -209,3 +209,18 @@ def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) ->
         unscored_labels=dict(sorted(unscored.items())),
         without_fault=without_fault,
     )
+
+
+def evaluation_calibration(evaluation: Any) -> Calibration:
+    """The calibration of a stored arena evaluation: its episodes that carry an injected fault
+    (a fault-injection policy played them), labelled afresh by the detectors."""
+    from arena.steps import evaluated_episodes
+
+    found, without = [], 0
+    for episode in evaluated_episodes(evaluation):
+        record = episode_of(episode.trajectory, episode.task, episode.reward, episode.tool_kinds)
+        if record is None:
+            without += 1
+        else:
+            found.append(record)
+    return calibrate(found, without_fault=without)

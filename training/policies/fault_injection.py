@@ -9,13 +9,31 @@ user instruction, the position from the number of assistant turns so far.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.agent_view import answer_text
 from tasks.tool_subset import tool_name
 from training.policies.base import Message, PolicyTurn, ToolSchema
 from training.policies.fault_plans import FAULTS, NO_FAULT, FaultPlan, plan_episode
 from training.policies.tool_call_parser import ParsedToolCall, render_tool_call
+
+
+class FaultConfig(BaseModel):
+    """A fault-injection policy's settings (``Policy.config``), checked field by field by the
+    API and the console: a fixed ``fault`` (or one drawn per episode when null), the ``seed``
+    of the draw, and the share of episodes played clean (to measure false alarms)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fault: Literal[FAULTS + (NO_FAULT,)] | None = Field(  # type: ignore[valid-type]
+        None, description="Fixed fault of every episode; null draws one per episode."
+    )
+    seed: int = Field(0, ge=0, description="Seed of the per-episode draw (with the task id).")
+    clean_share: float = Field(
+        0.1, ge=0.0, le=1.0, description="Share of drawn episodes played as clean gold runs."
+    )
 
 
 def _task_dict(task: Any) -> dict[str, Any]:

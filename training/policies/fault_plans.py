@@ -10,8 +10,10 @@ does not allow gives a clean gold run, and the plan says why.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 from tasks.answer_contract import task_contract
@@ -38,6 +40,7 @@ FAULTS: tuple[str, ...] = (
     BUDGET_EXHAUSTION,
     WRONG_FINAL_ANSWER,
 )
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][0-9:.+Z-]*)?")
 LOOP_REPEATS = 3  # identical calls in a row (the taxonomy's loop threshold)
 MALFORMED_TEXT = '<tool_call>\n{"name": "%s", "arguments": {"%s": </tool_call>'
 
@@ -128,9 +131,22 @@ def other_value(value: Any, choices: Sequence[Any] = ()) -> Any:
         return value + 1
     if isinstance(value, float):
         return round(value * 1.5 + 1, 2)
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        day = date.fromisoformat(value[:10]) + timedelta(days=1)
+        return day.isoformat() + value[10:]
     if isinstance(value, str) and value:
         return f"{value} (edited)"
     return None
+
+
+def _texty(value: Any) -> bool:
+    """Free text rather than a code: a code (``FR``, ``KJFK``) likely names a row another
+    table must hold, and an edited one is refused."""
+    return (
+        isinstance(value, str)
+        and not _DATE.fullmatch(value)
+        and (" " in value or any(c.islower() for c in value))
+    )
 
 
 def _perturbable(
@@ -143,6 +159,7 @@ def _perturbable(
     names = [n for n in sorted(arguments) if other_value(arguments[n]) is not None]
     plain = [n for n in names if n not in bound and n != "id" and not n.endswith("_id")]
     fresh = [n for n in plain if str(arguments[n]) not in seen]
+    fresh = [n for n in fresh if _texty(arguments[n])] or fresh
     return fresh if fresh_only else fresh or plain or names
 
 
@@ -198,9 +215,13 @@ class _Planner:
         return self._with(SKIPPED_WRITE, position, turns + [self.answer])
 
     def _wrong_write(self):
-        candidates = [i for i in self.writes if self._changed(i, fresh_only=True) is not None]
+        candidates = [
+            i
+            for i in self.writes
+            if _alone(self.chain, i, self.writes) and self._changed(i, fresh_only=True) is not None
+        ]
         if not candidates:
-            return "the task makes no write with a new value to change"
+            return "the task makes no write of its own with a new value to change"
         position = candidates[self.rng.randrange(len(candidates))]
         turns = list(self.gold)
         turns[position] = self._changed(position, fresh_only=True)
