@@ -216,3 +216,42 @@ def test_the_console_shows_the_calibration_and_registers_fault_policies(
     assert created.config == {"fault": "wrong_write", "seed": 3, "clean_share": 0.0}
     bad = client.post(reverse("policy-create-fault"), {**form, "clean_share": "2"})
     assert bad.status_code == 400 and "clean_share" in bad.content.decode()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_round_of_the_fault_policy_is_calibrated(tmp_path, settings, reviewer):
+    """From the API end to end: register the policy, start a round with it (no training),
+    read the calibration of its evaluation."""
+    from environments.registry import record_package
+    from tests.support.sample_package import build_sample_package
+    from tests.test_round_flow import wait_round
+
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    record_package(build_sample_package(tmp_path / "shop", extra_books=20))
+    api = token_client(reviewer)
+    policy = _fault_policy(api, seed=2, clean_share=0.2)
+    started = api.post(
+        "/api/rounds/start/",
+        {
+            "policy": policy.pk,
+            "train": False,
+            "tasks_per_environment": 8,
+            "instruction_tier": "explicit",
+            "max_walk_length": 4,
+        },
+        format="json",
+    )
+    assert started.status_code == 202, started.json()
+    number = started.json()["number"]
+    done = wait_round(number, {"awaiting_approval", "expanding", "done", "failed"}, timeout=300)
+    assert done.status != "failed", done.failure_reason
+    evaluation = done.evaluations.get()
+    data = api.get(f"/api/evaluations/{evaluation.pk}/calibration/").json()
+    assert data["episodes"] == evaluation.task_count >= 4 and data["without_fault"] == 0
+    assert data["clean_with_labels"] == 0
+    faults = {row["fault"] for row in data["faults"]} - {NO_FAULT}
+    assert faults and all(
+        row["recovered"] == row["episodes"] for row in data["faults"] if row["fault"] in faults
+    )
