@@ -297,9 +297,10 @@ def compare_with_gold(
 
 
 def detect_wrong_arguments(compared: list[tuple[StepComparison, str]]) -> ErrorLabel | None:
-    """A gold read made with arguments unlike the gold chain's. A write with other arguments
-    shows in the final state and is a state label's evidence instead; one whose state still
-    came out right is no error."""
+    """A gold call made with arguments unlike the gold chain's. A write with other arguments
+    that went through shows in the final state and is a state label's evidence instead (one
+    whose state still came out right is no error); one the tool refused changed nothing, so its
+    arguments are the error."""
     mismatches = [
         {
             "tool": c.tool,
@@ -310,7 +311,7 @@ def detect_wrong_arguments(compared: list[tuple[StepComparison, str]]) -> ErrorL
             "called": {k: (c.agent_arguments or {}).get(k) for k in c.differing_arguments},
         }
         for c, kind in compared
-        if c.status == DIFFERS and not c.arguments_match and kind != "write"
+        if c.status == DIFFERS and not c.arguments_match and (kind != "write" or c.agent_error)
     ]
     if not mismatches:
         return None
@@ -357,7 +358,7 @@ def _write_argument_mismatches(compared: list[tuple[StepComparison, str]]) -> li
     return [
         {"tool": c.tool, "step": c.agent_step, "keys": list(c.differing_arguments)}
         for c, kind in compared
-        if kind == "write" and c.status == DIFFERS and not c.arguments_match
+        if kind == "write" and c.status == DIFFERS and not c.arguments_match and not c.agent_error
     ]
 
 

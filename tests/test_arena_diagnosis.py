@@ -477,3 +477,17 @@ def test_an_unknown_tool_is_an_invalid_call_not_also_a_format_error():
     )
     score = reward(fmt=0.75, reasons={"format": ["3/4 tool calls well-formed"]})
     assert set(labels_of(trajectory, score=score)) == {"invalid_tool_call"}
+
+
+def test_a_write_the_tool_refused_is_judged_by_its_arguments():
+    trajectory = failed_state(solved_trajectory(), {})
+    trajectory["steps"][2] = call_step(
+        2,
+        "create_booking",
+        {"flight_id": 99, "passenger": "Ada"},
+        error="no flight 99",
+        error_kind="tool_error",
+    )
+    labels = labels_of(trajectory, score=reward(state=0.0))
+    assert set(labels) == {"tool_error", "wrong_arguments", "missing_state_update"}
+    assert labels["wrong_arguments"].details["mismatches"][0]["keys"] == ["flight_id"]
