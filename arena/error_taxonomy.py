@@ -198,19 +198,10 @@ def _tool_call(step: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return name, dict(arguments or {})
 
 
-def _gold_chain(task: Any) -> list[tuple[str, dict[str, Any], Any]]:
+def _gold_tools(task: Any) -> list[str]:
+    """The tool of each gold-chain step (the step comparison reads arguments and results)."""
     chain = field_of(task, "gold_chain") or []
-    gold = []
-    for step in chain:
-        name = field_of(step, "tool")
-        if isinstance(name, str):
-            has_result = isinstance(step, Mapping) and "result" in step
-            result = field_of(step, "result") if has_result else _NO_RESULT
-            gold.append((name, dict(field_of(step, "arguments") or {}), result))
-    return gold
-
-
-_NO_RESULT = object()
+    return [name for name in (field_of(step, "tool") for step in chain) if isinstance(name, str)]
 
 
 def required_tools(task: Any) -> list[str]:
@@ -219,7 +210,7 @@ def required_tools(task: Any) -> list[str]:
     Graph tasks name them in the gold chain; programmatic tasks call them in their solution as
     ``call("tool_name", ...)``, which the solution source shows without running it.
     """
-    names = [name for name, _, _ in _gold_chain(task)]
+    names = _gold_tools(task)
     if not names:
         names = tools_called_in_solution(field_of(task, "solution") or "")
     return list(dict.fromkeys(names))
@@ -329,24 +320,28 @@ def detect_wrong_arguments(compared: list[tuple[StepComparison, str]]) -> ErrorL
 
 
 def observation_drift(
-    compared: list[tuple[StepComparison, str]], steps: list[Mapping[str, Any]], tool_kinds
+    compared: list[tuple[StepComparison, str]],
+    steps: list[Mapping[str, Any]],
+    tool_kinds: Mapping[str, str],
 ) -> list[dict[str, Any]]:
-    """Gold calls made with the gold arguments that observed another result than the gold run,
+    """Gold reads made with the gold arguments that observed another result than the gold run,
     after the agent had written: its state had left the gold run's path by then."""
+    writers = {name for name, kind in tool_kinds.items() if kind == "write"} | {
+        c.tool for c, kind in compared if kind == "write"
+    }
     first_write = next(
         (
             _step_index(s, p)
             for p, s in enumerate(steps)
-            if _reached_tool(s)
-            and not s.get("error_kind")
-            and tool_kinds.get(_tool_call(s)[0]) == "write"
+            if _reached_tool(s) and not s.get("error_kind") and _tool_call(s)[0] in writers
         ),
         None,
     )
     return [
         {"tool": c.tool, "step": c.agent_step, "gold_step": c.gold_index}
-        for c, _ in compared
-        if c.arguments_match
+        for c, kind in compared
+        if kind != "write"  # a write's echo is judged by the state it leaves
+        and c.arguments_match
         and c.result_match is False
         and first_write is not None
         and c.agent_step is not None
@@ -413,7 +408,7 @@ def detect_state_errors(
             ErrorLabel(
                 WRONG_STATE_UPDATE,
                 tuple(d["step"] for d in drift),
-                f"the final state is right, but {len(drift)} gold call(s) made with the gold "
+                f"the final state is right, but {len(drift)} gold read(s) made with the gold "
                 "arguments after a write observed another result than the gold run: the state "
                 "had diverged on the way",
                 {"observation_drift": drift},
