@@ -188,6 +188,14 @@ class ArenaEvaluationViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ArenaEvaluationSerializer
     filterset_fields = ["round", "policy"]
 
+    @action(detail=True, methods=["get"])
+    def calibration(self, request, pk=None):
+        """Per-label precision and recall of diagnosis against the faults a fault-injection
+        policy injected in this evaluation (label names and counts only: no gold data)."""
+        from arena.calibration import evaluation_calibration
+
+        return Response(evaluation_calibration(self.get_object()).to_dict())
+
 
 class DiagnosisReportViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = DiagnosisReport.objects.all()

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tasks.gold_results import canonical_value, normalize_value, result_matches
+from tasks.gold_results import canonical_value
 from tasks.gold_tools import tools_called_in_solution
 from tasks.state_changes import compare_diffs, row_pairs
+from tasks.step_comparison import DIFFERS, StepComparison, compare_steps
 
 INVALID_TOOL_CALL = "invalid_tool_call"
 TOOL_ERROR = "tool_error"
@@ -197,19 +198,10 @@ def _tool_call(step: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return name, dict(arguments or {})
 
 
-def _gold_chain(task: Any) -> list[tuple[str, dict[str, Any], Any]]:
+def _gold_tools(task: Any) -> list[str]:
+    """The tool of each gold-chain step (the step comparison reads arguments and results)."""
     chain = field_of(task, "gold_chain") or []
-    gold = []
-    for step in chain:
-        name = field_of(step, "tool")
-        if isinstance(name, str):
-            has_result = isinstance(step, Mapping) and "result" in step
-            result = field_of(step, "result") if has_result else _NO_RESULT
-            gold.append((name, dict(field_of(step, "arguments") or {}), result))
-    return gold
-
-
-_NO_RESULT = object()
+    return [name for name in (field_of(step, "tool") for step in chain) if isinstance(name, str)]
 
 
 def required_tools(task: Any) -> list[str]:
@@ -218,7 +210,7 @@ def required_tools(task: Any) -> list[str]:
     Graph tasks name them in the gold chain; programmatic tasks call them in their solution as
     ``call("tool_name", ...)``, which the solution source shows without running it.
     """
-    names = [name for name, _, _ in _gold_chain(task)]
+    names = _gold_tools(task)
     if not names:
         names = tools_called_in_solution(field_of(task, "solution") or "")
     return list(dict.fromkeys(names))
@@ -275,65 +267,94 @@ def _reached_tool(step: Mapping[str, Any]) -> bool:
     return _tool_call(step) is not None and step.get("error_kind") not in _INVALID_CALL_KINDS
 
 
-def detect_wrong_arguments(steps: list[Mapping[str, Any]], task: Any) -> ErrorLabel | None:
-    """A gold-chain tool was called, but never with the gold arguments (or the gold result)."""
-    hits: list[int] = []
-    mismatches: list[dict[str, Any]] = []
-    for gold_tool, gold_args, gold_result in _gold_chain(task):
-        candidates = [
-            (_step_index(s, p), s)
-            for p, s in enumerate(steps)
-            if _reached_tool(s) and _tool_call(s)[0] == gold_tool
-        ]
-        if not candidates:
-            continue
-        matching = [
-            (i, s) for i, s in candidates if _canonical(_tool_call(s)[1]) == _canonical(gold_args)
-        ]
-        if matching:
-            if gold_result is _NO_RESULT:
-                continue
-            if any(result_matches(gold_result, s.get("tool_result")) for _, s in matching):
-                continue
-            index = matching[-1][0]
-            hits.append(index)
-            mismatches.append({"tool": gold_tool, "step": index, "differs": "result"})
-            continue
-        index, step = candidates[-1]
-        called = _tool_call(step)[1]
-        keys = sorted(
-            k
-            for k in set(gold_args) | set(called)
-            if normalize_value(gold_args.get(k)) != normalize_value(called.get(k))
-        )
-        hits.append(index)
-        mismatches.append(
-            {
-                "tool": gold_tool,
-                "step": index,
-                "differs": "arguments",
-                "keys": keys,
-                "expected": {k: gold_args.get(k) for k in keys},
-                "called": {k: called.get(k) for k in keys},
-            }
-        )
-    if not hits:
+def _gold_kinds(task: Any, tool_kinds: Mapping[str, str]) -> list[str]:
+    """Read or write, per gold-chain step (the chain's own ``kind``, else the manifest's)."""
+    return [
+        str(field_of(step, "kind") or tool_kinds.get(str(field_of(step, "tool"))) or "read")
+        for step in field_of(task, "gold_chain") or []
+        if isinstance(field_of(step, "tool"), str)
+    ]
+
+
+def compare_with_gold(
+    steps: list[Mapping[str, Any]], task: Any, tool_kinds: Mapping[str, str]
+) -> list[tuple[StepComparison, str]]:
+    """Each gold step with the agent call that answers it and the step's kind; only calls that
+    reached a tool count (a rejected call is an invalid tool call, not a wrong argument)."""
+    chain = [s for s in field_of(task, "gold_chain") or [] if isinstance(field_of(s, "tool"), str)]
+    reached = [s for s in steps if _reached_tool(s)]
+    comparisons = compare_steps([dict(s) for s in chain if isinstance(s, Mapping)], reached)
+    return list(zip(comparisons, _gold_kinds(task, tool_kinds), strict=False))
+
+
+def detect_wrong_arguments(compared: list[tuple[StepComparison, str]]) -> ErrorLabel | None:
+    """A gold call made with arguments unlike the gold chain's. A write with other arguments
+    that went through shows in the final state and is a state label's evidence instead (one
+    whose state still came out right is no error); one the tool refused changed nothing, so its
+    arguments are the error."""
+    mismatches = [
+        {
+            "tool": c.tool,
+            "step": c.agent_step,
+            "gold_step": c.gold_index,
+            "keys": list(c.differing_arguments),
+            "expected": {k: c.gold_arguments.get(k) for k in c.differing_arguments},
+            "called": {k: (c.agent_arguments or {}).get(k) for k in c.differing_arguments},
+        }
+        for c, kind in compared
+        if c.status == DIFFERS and not c.arguments_match and (kind != "write" or c.agent_error)
+    ]
+    if not mismatches:
         return None
-    parts = []
-    for m in mismatches[:3]:
-        if m["differs"] == "result":
-            parts.append(f"{m['tool']} at step {m['step']} returned a result unlike the gold run")
-        else:
-            parts.append(
-                f"{m['tool']} at step {m['step']}: {', '.join(m['keys'])} "
-                f"expected {m['expected']} got {m['called']}"
-            )
+    parts = [
+        f"{m['tool']} at step {m['step']}: {', '.join(m['keys'])} "
+        f"expected {m['expected']} got {m['called']}"
+        for m in mismatches[:3]
+    ]
     return ErrorLabel(
         WRONG_ARGUMENTS,
-        tuple(sorted(set(hits))),
+        tuple(sorted({m["step"] for m in mismatches})),
         "gold tool called with arguments unlike the gold chain: " + "; ".join(parts),
         {"mismatches": mismatches},
     )
+
+
+def observation_drift(
+    compared: list[tuple[StepComparison, str]],
+    steps: list[Mapping[str, Any]],
+    tool_kinds: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """Gold reads made with the gold arguments that observed another result than the gold run,
+    after the agent had written: its state had left the gold run's path by then."""
+    writers = {name for name, kind in tool_kinds.items() if kind == "write"} | {
+        c.tool for c, kind in compared if kind == "write"
+    }
+    first_write = next(
+        (
+            _step_index(s, p)
+            for p, s in enumerate(steps)
+            if _reached_tool(s) and not s.get("error_kind") and _tool_call(s)[0] in writers
+        ),
+        None,
+    )
+    return [
+        {"tool": c.tool, "step": c.agent_step, "gold_step": c.gold_index}
+        for c, kind in compared
+        if kind != "write"  # a write's echo is judged by the state it leaves
+        and c.arguments_match
+        and c.result_match is False
+        and first_write is not None
+        and c.agent_step is not None
+        and c.agent_step > first_write
+    ]
+
+
+def _write_argument_mismatches(compared: list[tuple[StepComparison, str]]) -> list[dict]:
+    return [
+        {"tool": c.tool, "step": c.agent_step, "keys": list(c.differing_arguments)}
+        for c, kind in compared
+        if kind == "write" and c.status == DIFFERS and not c.arguments_match and not c.agent_error
+    ]
 
 
 def _write_count(diff: Mapping[str, Any]) -> int:
@@ -372,14 +393,40 @@ def _state_matches(trajectory: Any, task: Any) -> bool:
 
 
 def detect_state_errors(
-    trajectory: Any, task: Any, steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]
+    trajectory: Any,
+    task: Any,
+    steps: list[Mapping[str, Any]],
+    tool_kinds: Mapping[str, str],
+    compared: list[tuple[StepComparison, str]] = (),
 ) -> list[ErrorLabel]:
     expected = field_of(task, "expected_diff")
+    drift = observation_drift(list(compared), steps, tool_kinds)
     if expected is None or _state_matches(trajectory, task):
-        return []
+        if not drift:
+            return []
+        return [
+            ErrorLabel(
+                WRONG_STATE_UPDATE,
+                tuple(d["step"] for d in drift),
+                f"the final state is right, but {len(drift)} gold read(s) made with the gold "
+                "arguments after a write observed another result than the gold run: the state "
+                "had diverged on the way",
+                {"observation_drift": drift},
+            )
+        ]
     actual = field_of(trajectory, "state_diff") or {}
     comparison = compare_state_diffs(expected, actual)
     evidence_steps = _write_steps(steps, tool_kinds)
+    # What the step comparison adds: writes made with other arguments than the gold run's, and
+    # gold reads that observed the diverged state.
+    extra_evidence = {
+        key: value
+        for key, value in (
+            ("write_arguments", _write_argument_mismatches(list(compared))),
+            ("observation_drift", drift),
+        )
+        if value
+    }
     labels = []
     if comparison["missing"]:
         tables = sorted({m["table"] for m in comparison["missing"]})
@@ -389,7 +436,7 @@ def detect_state_errors(
                 evidence_steps,
                 f"{len(comparison['missing'])} of {_write_count(expected)} gold write(s) absent "
                 f"from the final state (tables: {', '.join(tables)})",
-                {"missing": comparison["missing"]},
+                {"missing": comparison["missing"], **extra_evidence},
             )
         )
     if comparison["wrong"] or comparison["extra"]:
@@ -401,7 +448,7 @@ def detect_state_errors(
                 f"{len(comparison['wrong'])} write(s) with wrong values and "
                 f"{len(comparison['extra'])} write(s) the gold run never made "
                 f"(tables: {', '.join(tables)})",
-                {"wrong": comparison["wrong"], "extra": comparison["extra"]},
+                {"wrong": comparison["wrong"], "extra": comparison["extra"], **extra_evidence},
             )
         )
     return labels
@@ -416,23 +463,30 @@ def _answer_step(steps: list[Mapping[str, Any]]) -> int | None:
 
 
 def detect_premature_answer(
-    trajectory: Any, task: Any, steps: list[Mapping[str, Any]]
+    trajectory: Any, task: Any, steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]
 ) -> ErrorLabel | None:
+    """Answered before calling a tool the gold run reads with. A call that raised was still
+    made (a tool error, not an early answer); a write never made is a missing state update."""
     if field_of(trajectory, "finished_reason") != "answer":
         return None
     needed = required_tools(task)
     if not needed:
         return None
-    called = {_tool_call(s)[0] for s in steps if _reached_tool(s) and not s.get("error_kind")}
+    writes = {
+        str(field_of(c, "tool"))
+        for c in field_of(task, "gold_chain") or []
+        if field_of(c, "kind") == "write"
+    } | {name for name in needed if tool_kinds.get(name) == "write"}
+    called = {_tool_call(s)[0] for s in steps if _reached_tool(s)}
     missing = [name for name in needed if name not in called]
-    if not missing:
+    if not [name for name in missing if name not in writes]:
         return None
     answer_step = _answer_step(steps)
     return ErrorLabel(
         PREMATURE_ANSWER,
         (answer_step,) if answer_step is not None else (),
         f"answered after using {len(needed) - len(missing)} of {len(needed)} required tools; "
-        f"never successfully called {', '.join(missing)}",
+        f"never called {', '.join(missing)}",
         {"missing_tools": missing, "required_tools": needed},
     )
 
@@ -485,11 +539,11 @@ def detect_format_error(
             hits.append(_step_index(steps[-1], len(steps) - 1))
     elif hits:
         reasons.append(f"{len(hits)} malformed assistant message(s)")
+    if not reasons:  # a low format score alone is the invalid tool calls' (or no call at all)
+        return None
     if reward.format is not None and reward.format < _FULL_SCORE:
         detail = reward.reasons.get("format", "")
         reasons.append(f"format score {reward.format:.2f}" + (f": {detail}" if detail else ""))
-    if not reasons:
-        return None
     return ErrorLabel(FORMAT_ERROR, tuple(hits), "; ".join(reasons))
 
 
@@ -530,13 +584,15 @@ def label_failure(
     the write steps; without it they rest on the state diff alone.
     """
     steps = _steps(trajectory)
+    kinds = tool_kinds or {}
     view = reward if isinstance(reward, RewardView) else read_reward(reward)
+    compared = compare_with_gold(steps, task, kinds)
     found: Iterable[ErrorLabel | None] = [
         detect_invalid_tool_calls(steps),
         detect_tool_errors(steps),
-        detect_wrong_arguments(steps, task),
-        *detect_state_errors(trajectory, task, steps, tool_kinds or {}),
-        detect_premature_answer(trajectory, task, steps),
+        detect_wrong_arguments(compared),
+        *detect_state_errors(trajectory, task, steps, kinds, compared),
+        detect_premature_answer(trajectory, task, steps, kinds),
         detect_step_budget(trajectory, steps),
         detect_wrong_answer(trajectory, task, view, steps),
         detect_format_error(trajectory, view, steps),

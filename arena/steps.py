@@ -170,6 +170,7 @@ def trajectory_dict(row: Trajectory) -> dict[str, Any]:
         "final_state_hash": row.final_state_hash,
         "state_diff": row.state_diff,
         "finished_reason": row.finished_reason,
+        "metadata": row.metadata,
         "steps": [
             {
                 "index": step.index,

@@ -442,3 +442,15 @@ def _pretty(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@console_page
+def evaluation_calibration_view(request, pk: int):
+    """Diagnosis measured against the faults a fault-injection policy injected in this
+    evaluation: per-label precision and recall, per-fault recovery (counts, no gold data)."""
+    from arena.calibration import evaluation_calibration
+
+    evaluation = get_object_or_404(ArenaEvaluation.objects.select_related("round", "policy"), pk=pk)
+    calibration = evaluation_calibration(evaluation)
+    context = {"evaluation": evaluation, "calibration": calibration.to_dict()}
+    return render(request, "arena/calibration.html", context)

@@ -40,6 +40,11 @@ urlpatterns = [
     path("policies/", training_views.policy_list, name="policy-list"),
     path("policies/new/", training_views.policy_create, name="policy-create"),
     path(
+        "policies/new-fault-injection/",
+        training_views.fault_policy_create,
+        name="policy-create-fault",
+    ),
+    path(
         "training/<int:pk>/metrics/",
         training_views.training_run_metrics,
         name="training-run-metrics",
@@ -49,6 +54,11 @@ urlpatterns = [
     path("rounds/start/", arena_views.start_round_view, name="round-start"),
     path("rounds/<int:number>/", arena_views.round_detail, name="round-detail"),
     path("rounds/<int:number>/progress/", arena_views.round_progress, name="round-progress"),
+    path(
+        "evaluations/<int:pk>/calibration/",
+        arena_views.evaluation_calibration_view,
+        name="evaluation-calibration",
+    ),
     path("proposals/<int:pk>/review/", arena_views.review_proposal_view, name="proposal-review"),
     # Jobs
     path("jobs/", views.job_list, name="job-list"),

@@ -135,34 +135,51 @@ def _observed_matches(call: AgentCall, gold_step: Mapping[str, Any]) -> bool | N
     return result_matches(gold_step["result"], call.result)
 
 
-def _pick(candidates: list[AgentCall], gold_step: Mapping[str, Any], after: int) -> AgentCall:
-    """The agent call that best answers a gold step: in order after the previous match first,
-    then one with the gold arguments and observation, then the gold arguments, then any."""
-    ordered = [c for c in candidates if c.position > after] + [
-        c for c in candidates if c.position <= after
-    ]
-    gold_arguments = canonical_value(dict(gold_step.get("arguments") or {}))
-    same_arguments = [c for c in ordered if c.canonical_arguments == gold_arguments]
-    for call in same_arguments:
-        if _observed_matches(call, gold_step) is not False:
-            return call
-    return same_arguments[0] if same_arguments else ordered[0]
+def _level(call: AgentCall, gold_step: Mapping[str, Any]) -> int:
+    """How well a call answers a gold step: 3 same arguments and observation, 2 same
+    arguments, 1 same tool only."""
+    if call.canonical_arguments != canonical_value(dict(gold_step.get("arguments") or {})):
+        return 1
+    return 3 if _observed_matches(call, gold_step) is not False else 2
+
+
+def _assign(chain: list[Mapping[str, Any]], calls: list[AgentCall]) -> dict[int, AgentCall]:
+    """Gold step -> agent call, best matches first (a call repeated later in the chain must
+    not steal an earlier step's answer), each in order after the previous step's call."""
+    assigned: dict[int, AgentCall] = {}
+    used: set[int] = set()
+    for level in (3, 2, 1):
+        for index, gold_step in enumerate(chain):
+            if index in assigned:
+                continue
+            candidates = [
+                c
+                for c in calls
+                if c.tool == gold_step["tool"]
+                and c.position not in used
+                and _level(c, gold_step) >= level
+            ]
+            if not candidates:
+                continue
+            before = [assigned[i].position for i in assigned if i < index]
+            after = max(before, default=-1)
+            call = next((c for c in candidates if c.position > after), candidates[0])
+            assigned[index] = call
+            used.add(call.position)
+    return assigned
 
 
 def compare_steps(gold_chain: Sequence[Any], steps: Sequence[Any]) -> list[StepComparison]:
     """One ``StepComparison`` per gold step; each agent call answers at most one gold step."""
-    calls = agent_calls(steps)
-    used: set[int] = set()
-    after = -1
+    chain = [s for s in gold_chain if isinstance(s, Mapping) and isinstance(s.get("tool"), str)]
+    assigned = _assign(chain, agent_calls(steps))
     comparisons = []
-    for gold_index, gold_step in enumerate(gold_chain):
-        if not isinstance(gold_step, Mapping) or not isinstance(gold_step.get("tool"), str):
-            continue
+    for gold_index, gold_step in enumerate(chain):
         tool = gold_step["tool"]
         gold_arguments = dict(gold_step.get("arguments") or {})
         gold_result = gold_step.get("result")
-        candidates = [c for c in calls if c.tool == tool and c.position not in used]
-        if not candidates:
+        call = assigned.get(gold_index)
+        if call is None:
             comparisons.append(
                 StepComparison(
                     gold_index,
@@ -176,9 +193,6 @@ def compare_steps(gold_chain: Sequence[Any], steps: Sequence[Any]) -> list[StepC
                 )
             )
             continue
-        call = _pick(candidates, gold_step, after)
-        used.add(call.position)
-        after = max(after, call.position)
         differing = _differing(gold_arguments, call.arguments)
         observed = _observed_matches(call, gold_step)
         status = (

@@ -17,7 +17,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, reverse
 
-from arena.models import FailureLabel
+from arena.models import ArenaEvaluation, FailureLabel
 from aw_site import console_urls
 from aw_site.api_urls import router
 from environments.episode_service import episode_service
@@ -313,7 +313,13 @@ def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
 
 # --- the console ------------------------------------------------------------------------------
 
-POST_ONLY_PAGES = {"round-start", "proposal-review", "policy-create", "theme-build"}
+POST_ONLY_PAGES = {
+    "round-start",
+    "proposal-review",
+    "policy-create",
+    "policy-create-fault",
+    "theme-build",
+}
 REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 
 
@@ -337,6 +343,9 @@ def console_urls_for(scene) -> list[str]:
         ],
         "round-detail": [{"number": scene["round"].number}],
         "round-progress": [{"number": scene["round"].number}],
+        "evaluation-calibration": [
+            {"pk": pk} for pk in ArenaEvaluation.objects.values_list("pk", flat=True)
+        ],
         "job-detail": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
         "job-progress": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
         "environment-build": [{"job": pk} for pk in builds],

@@ -157,6 +157,18 @@ def test_tool_error_when_tool_raised():
 
 
 def test_wrong_arguments_against_gold_chain():
+    trajectory = solved_trajectory()
+    trajectory["steps"][1] = call_step(1, "list_flights", {"origin": "KLGA"}, [{"flight_id": 9}])
+    label = labels_of(trajectory, score=reward(answer=0.0))["wrong_arguments"]
+    assert label.steps == (1,)
+    assert "origin" in label.explanation
+    (mismatch,) = label.details["mismatches"]
+    assert mismatch["expected"] == {"origin": "KJFK"} and mismatch["called"] == {"origin": "KLGA"}
+
+
+def test_a_write_with_other_arguments_is_a_wrong_state_update_not_wrong_arguments():
+    # One failure, one label: the wrong write shows in the final state; the step comparison
+    # names the write and its differing argument as the state label's evidence.
     trajectory = failed_state(
         solved_trajectory(),
         {"booking": {"added": [{"id": 1, "flight_id": 7, "passenger": "Bob"}]}},
@@ -164,23 +176,49 @@ def test_wrong_arguments_against_gold_chain():
     trajectory["steps"][2] = call_step(
         2, "create_booking", {"flight_id": 7, "passenger": "Bob"}, {"id": 1}
     )
-    label = labels_of(trajectory, score=reward(state=0.0))["wrong_arguments"]
-    assert label.steps == (2,)
-    assert "passenger" in label.explanation
-    (mismatch,) = label.details["mismatches"]
-    assert mismatch["expected"] == {"passenger": "Ada"} and mismatch["called"] == {
-        "passenger": "Bob"
-    }
+    labels = labels_of(trajectory, score=reward(state=0.0))
+    assert set(labels) == {"wrong_state_update"}
+    assert labels["wrong_state_update"].details["write_arguments"] == [
+        {"tool": "create_booking", "step": 2, "keys": ["passenger"]}
+    ]
 
 
-def test_wrong_arguments_when_gold_result_differs():
+def _chain_with_results() -> dict:
     task = booking_task()
-    task["gold_chain"][1]["result"] = [{"flight_id": 7}]
+    task["gold_chain"].append({"tool": "list_flights", "arguments": {"origin": "KJFK"}})
+    for step, result in zip(
+        task["gold_chain"], ({"icao": "KJFK"}, [{"flight_id": 7}], {"id": 1}, []), strict=True
+    ):
+        step["result"] = result
+    return task
+
+
+def test_gold_results_expose_an_observation_that_drifted_after_a_write():
+    task = _chain_with_results()
+    trajectory = solved_trajectory()
+    trajectory["steps"][0]["tool_result"] = {"icao": "KJFK"}
+    trajectory["steps"][3:3] = [
+        call_step(3, "list_flights", {"origin": "KJFK"}, [{"flight_id": 8}])
+    ]
+    trajectory["steps"][4]["index"] = 4
+    # the final state is right, yet a gold read after the write saw another state
+    label = labels_of(trajectory, task=task, score=reward())["wrong_state_update"]
+    assert label.steps == (3,)
+    assert label.details["observation_drift"] == [
+        {"tool": "list_flights", "step": 3, "gold_step": 3}
+    ]
+    # the same gold arguments seeing the gold result: nothing to report
+    trajectory["steps"][3]["tool_result"] = []
+    assert labels_of(trajectory, task=task, score=reward()) == {}
+
+
+def test_a_differing_observation_before_any_write_is_no_wrong_argument():
+    # Gold arguments, another result and no write of the agent's before it: the arguments were
+    # right and nothing the agent did explains the result (a stale gold run): no label.
+    task = _chain_with_results()
     trajectory = solved_trajectory()
     trajectory["steps"][1]["tool_result"] = [{"flight_id": 8}]
-    label = labels_of(trajectory, task=task, score=reward(answer=0.0))["wrong_arguments"]
-    assert label.steps == (1,)
-    assert label.details["mismatches"][0]["differs"] == "result"
+    assert "wrong_arguments" not in labels_of(trajectory, task=task, score=reward(answer=0.0))
 
 
 def test_argument_comparison_tolerates_case_and_number_types():
@@ -414,3 +452,42 @@ def test_llm_failure_falls_back_to_offline_summary(monkeypatch):
     assert summary.analysis_source == "offline"
     assert "LLM analysis unavailable" in summary.analysis
     assert "premature_answer (2)" in summary.analysis
+
+
+def test_an_answer_without_the_write_is_a_missing_update_not_a_premature_answer():
+    trajectory = failed_state(solved_trajectory(), {})
+    del trajectory["steps"][2]
+    labels = labels_of(trajectory, score=reward(state=0.0))
+    assert set(labels) == {"missing_state_update"}
+
+
+def test_a_required_tool_that_raised_was_still_called():
+    trajectory = solved_trajectory()
+    trajectory["steps"][1] = call_step(
+        1, "list_flights", {"origin": "KJFK"}, error="boom", error_kind="tool_error"
+    )
+    labels = labels_of(trajectory, score=reward(answer=0.0))
+    assert "tool_error" in labels and "premature_answer" not in labels
+
+
+def test_an_unknown_tool_is_an_invalid_call_not_also_a_format_error():
+    trajectory = solved_trajectory()
+    trajectory["steps"].insert(
+        1, call_step(9, "lookup_everything", {}, error="no such tool", error_kind="unknown_tool")
+    )
+    score = reward(fmt=0.75, reasons={"format": ["3/4 tool calls well-formed"]})
+    assert set(labels_of(trajectory, score=score)) == {"invalid_tool_call"}
+
+
+def test_a_write_the_tool_refused_is_judged_by_its_arguments():
+    trajectory = failed_state(solved_trajectory(), {})
+    trajectory["steps"][2] = call_step(
+        2,
+        "create_booking",
+        {"flight_id": 99, "passenger": "Ada"},
+        error="no flight 99",
+        error_kind="tool_error",
+    )
+    labels = labels_of(trajectory, score=reward(state=0.0))
+    assert set(labels) == {"tool_error", "wrong_arguments", "missing_state_update"}
+    assert labels["wrong_arguments"].details["mismatches"][0]["keys"] == ["flight_id"]

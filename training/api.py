@@ -30,6 +30,7 @@ class PolicySerializer(serializers.ModelSerializer):
             "serves_checkpoint",
             "parent",
             "description",
+            "config",
             "created_at",
         ]
         read_only_fields = ["version", "checkpoint_path", "parent", "created_at"]
@@ -69,6 +70,23 @@ def validate_policy_fields(attrs: dict) -> dict:
     if attrs.get("serves_checkpoint") and attrs.get("kind") != Policy.Kind.OPENAI:
         raise serializers.ValidationError(
             {"serves_checkpoint": "only an endpoint (openai) policy serves a checkpoint"}
+        )
+    if attrs.get("kind") == Policy.Kind.FAULT_INJECTION:
+        from pydantic import ValidationError
+
+        from training.policies.fault_injection import FaultConfig
+
+        try:
+            attrs["config"] = FaultConfig.model_validate(attrs.get("config") or {}).model_dump()
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise serializers.ValidationError({"config": problems}) from exc
+    elif attrs.get("config"):
+        raise serializers.ValidationError(
+            {"config": "only a fault-injection policy takes a config"}
         )
     return attrs
 
@@ -167,6 +185,7 @@ class TrajectorySerializer(serializers.ModelSerializer):
             "step_count",
             "tokens",
             "duration_ms",
+            "metadata",
             "created_at",
             "labels",
         ]

@@ -15,6 +15,7 @@ class Policy(models.Model):
         OPENAI = "openai", "OpenAI-compatible endpoint"
         LOCAL_HF = "local_hf", "Local Hugging Face model"
         GOLD = "gold", "Gold-chain replay (sanity baseline)"
+        FAULT_INJECTION = "fault_injection", "Fault injection (calibrates diagnosis)"
 
     name = models.SlugField(max_length=120)
     version = models.PositiveIntegerField(default=1)
@@ -34,6 +35,12 @@ class Policy(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
     description = models.TextField(blank=True)
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="For fault-injection policies: {fault, seed, clean_share} "
+        "(training.policies.fault_injection.FaultConfig)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -156,6 +163,11 @@ class Trajectory(models.Model):
     step_count = models.PositiveIntegerField(default=0)
     tokens = models.PositiveIntegerField(default=0)
     duration_ms = models.FloatField(default=0.0)
+    metadata = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the policy recorded of its run (a fault-injection policy: injected_fault)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

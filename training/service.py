@@ -64,6 +64,11 @@ def policy_client(policy: Policy, tasks: Sequence[Any] = ()) -> Any:
             raise ValueError(f"{policy} has no checkpoint directory at {policy.checkpoint_path!r}")
         # One loaded model per checkpoint in this process: a job evaluating in chunks loads once.
         return cached_policy(policy.checkpoint_path, max_new_tokens=128)
+    if policy.kind == Policy.Kind.FAULT_INJECTION:
+        from training.policies.fault_injection import FaultConfig, FaultInjectionPolicy
+
+        config = FaultConfig.model_validate(policy.config or {})
+        return FaultInjectionPolicy(tasks, **config.model_dump())
     from training.rollout import GoldChainPolicy
 
     return GoldChainPolicy(tasks)
@@ -191,6 +196,7 @@ def record_trajectory(
         step_count=len(steps),
         tokens=(trajectory.tokens_in or 0) + (trajectory.tokens_out or 0),
         duration_ms=trajectory.duration_ms or 0.0,
+        metadata=getattr(trajectory, "metadata", None) or {},
     )
     Step.objects.bulk_create(
         [

@@ -384,7 +384,13 @@ def training_run_new(request):
 POLICY_FORM_FIELDS = ("name", "base_url", "model_name", "serves_checkpoint", "description")
 
 
-def _policy_list_context(values: dict[str, str] | None = None, errors: Any = None):
+def _policy_list_context(
+    values: dict[str, str] | None = None,
+    errors: Any = None,
+    fault_values: dict[str, str] | None = None,
+    fault_errors: Any = None,
+):
+    from training.policies.fault_plans import FAULTS, NO_FAULT
     from training.service import ensure_env_policy
 
     env_policy = ensure_env_policy()
@@ -393,6 +399,9 @@ def _policy_list_context(values: dict[str, str] | None = None, errors: Any = Non
         "env_policy": env_policy,
         "values": values or {},
         "errors": errors or {},
+        "faults": (*FAULTS, NO_FAULT),
+        "fault_values": fault_values or {"seed": "0", "clean_share": "0.1"},
+        "fault_errors": fault_errors or {},
     }
 
 
@@ -418,4 +427,38 @@ def policy_create(request):
         return render(request, "training/policy_list.html", context, status=400)
     policy = serializer.save()
     messages.success(request, f"Registered the endpoint policy {policy}.")
+    return redirect("policy-list")
+
+
+@console_action(REVIEWER)
+def fault_policy_create(request):
+    """Register a fault-injection policy (diagnosis calibration), as POST /api/policies/ with
+    ``kind: fault_injection`` and its ``config``."""
+    from training.api import PolicySerializer
+
+    values = {
+        k: request.POST.get(k, "").strip()
+        for k in ("name", "fault", "seed", "clean_share", "description")
+    }
+    config: dict[str, Any] = {"fault": values["fault"] or None}
+    for key in ("seed", "clean_share"):
+        if values[key]:
+            config[key] = values[key]  # FaultConfig checks and converts
+    serializer = PolicySerializer(
+        data={
+            "name": values["name"],
+            "description": values["description"],
+            "kind": Policy.Kind.FAULT_INJECTION,
+            "config": config,
+        }
+    )
+    if not serializer.is_valid():
+        errors = {
+            field: " ".join(str(m) for m in problems)
+            for field, problems in serializer.errors.items()
+        }
+        context = _policy_list_context(fault_values=values, fault_errors=errors)
+        return render(request, "training/policy_list.html", context, status=400)
+    policy = serializer.save()
+    messages.success(request, f"Registered the fault-injection policy {policy}.")
     return redirect("policy-list")

@@ -101,6 +101,9 @@ async def run_episode_async(
     episode = await loop.run_in_executor(executor, pool.start_episode, package)
     try:
         await _play(policy, episode, trajectory, executor, settings)
+        describe = getattr(policy, "episode_metadata", None)  # e.g. the fault it injected
+        if describe is not None:
+            trajectory.metadata = dict(describe(trajectory.messages))
         outcome = await loop.run_in_executor(
             executor, finish_episode, task, episode, trajectory.final_answer
         )

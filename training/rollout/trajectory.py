@@ -49,6 +49,7 @@ class Trajectory:
     duration_ms: float = 0.0
     reward: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None  # a programmatic task's verify() verdict
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the policy says of its run
 
     def add_step(self, role: str, **fields: Any) -> Step:
         step = Step(index=len(self.steps), role=role, **fields)

@@ -1,0 +1,226 @@
+"""How well diagnosis recovers known failures: per-label precision and recall against the faults
+a fault-injection policy really injected.
+
+Each injected fault names the taxonomy labels it must produce (``EXPECTED_LABELS``). The
+taxonomy's detectors (``label_failure``, what diagnosis runs on a failed episode) are run on
+every calibration episode, solved or not: a fault the reward still scores as solved (a repeated
+read, a stray unknown tool) is still a failure the detectors should see. A found label is a true
+positive when the episode's fault expects it and a false positive otherwise; an expected label
+not found is a false negative. A clean gold run (fault ``none``) expects no label at all.
+Labels no fault injects (``tool_error``: a perturbed argument can make a tool raise) are counted
+apart, not scored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from arena.error_taxonomy import (
+    ERROR_LABELS,
+    FORMAT_ERROR,
+    INVALID_TOOL_CALL,
+    MISSING_STATE_UPDATE,
+    PREMATURE_ANSWER,
+    REPEATED_CALL_LOOP,
+    STEP_BUDGET_EXHAUSTED,
+    WRONG_ANSWER,
+    WRONG_ARGUMENTS,
+    WRONG_STATE_UPDATE,
+    field_of,
+    label_failure,
+)
+from training.policies import fault_plans as faults
+
+EXPECTED_LABELS: dict[str, frozenset[str]] = {
+    faults.WRONG_ARGUMENT: frozenset({WRONG_ARGUMENTS}),
+    faults.SKIPPED_WRITE: frozenset({MISSING_STATE_UPDATE}),
+    faults.WRONG_WRITE: frozenset({WRONG_STATE_UPDATE}),
+    faults.PREMATURE_ANSWER: frozenset({PREMATURE_ANSWER}),
+    faults.UNKNOWN_TOOL: frozenset({INVALID_TOOL_CALL}),
+    faults.MALFORMED_CALL: frozenset({FORMAT_ERROR, INVALID_TOOL_CALL}),
+    faults.REPEATED_CALL_LOOP: frozenset({REPEATED_CALL_LOOP}),
+    faults.BUDGET_EXHAUSTION: frozenset({STEP_BUDGET_EXHAUSTED}),
+    faults.WRONG_FINAL_ANSWER: frozenset({WRONG_ANSWER}),
+    faults.NO_FAULT: frozenset(),
+}
+SCORED_LABELS: tuple[str, ...] = tuple(
+    label for label in ERROR_LABELS if any(label in e for e in EXPECTED_LABELS.values())
+)
+TARGET = 0.9
+
+
+@dataclass(frozen=True)
+class CalibrationEpisode:
+    """One episode: the fault injected and the labels the detectors found."""
+
+    fault: str
+    labels: tuple[str, ...]
+    trajectory_id: int | None = None
+    task_id: str = ""
+    environment: str = ""
+    success: bool = False
+
+    @property
+    def expected(self) -> frozenset[str]:
+        return EXPECTED_LABELS[self.fault]
+
+
+@dataclass(frozen=True)
+class LabelFigures:
+    label: str
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+
+    @property
+    def precision(self) -> float | None:
+        found = self.true_positives + self.false_positives
+        return round(self.true_positives / found, 4) if found else None
+
+    @property
+    def recall(self) -> float | None:
+        expected = self.true_positives + self.false_negatives
+        return round(self.true_positives / expected, 4) if expected else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "precision": self.precision, "recall": self.recall}
+
+
+@dataclass(frozen=True)
+class FaultFigures:
+    """Per injected fault: how often its labels were all found, and what else was found."""
+
+    fault: str
+    episodes: int
+    recovered: int  # every expected label found
+    exact: int  # found exactly the expected labels
+    solved: int  # the reward still scored the episode as solved
+    other_labels: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    episodes: int
+    labels: list[LabelFigures]
+    faults: list[FaultFigures]
+    clean_episodes: int
+    clean_with_labels: int
+    unscored_labels: dict[str, int]
+    without_fault: int = 0  # episodes of the evaluation that carried no injected-fault record
+
+    @property
+    def meets_target(self) -> bool:
+        return self.clean_with_labels == 0 and all(
+            (f.precision or 0) >= TARGET and (f.recall or 0) >= TARGET
+            for f in self.labels
+            if f.true_positives + f.false_negatives
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "episodes": self.episodes,
+            "target": TARGET,
+            "meets_target": self.meets_target,
+            "labels": [f.to_dict() for f in self.labels],
+            "faults": [f.to_dict() for f in self.faults],
+            "clean_episodes": self.clean_episodes,
+            "clean_with_labels": self.clean_with_labels,
+            "unscored_labels": self.unscored_labels,
+            "without_fault": self.without_fault,
+        }
+
+
+def injected_fault(trajectory: Any) -> str | None:
+    """The fault a trajectory's metadata records, or None when none was injected knowingly."""
+    record = (field_of(trajectory, "metadata") or {}).get("injected_fault")
+    fault = record.get("fault") if isinstance(record, Mapping) else None
+    return fault if fault in EXPECTED_LABELS else None
+
+
+def episode_of(
+    trajectory: Any, task: Any, reward: Any, tool_kinds: Mapping[str, str] | None = None
+) -> CalibrationEpisode | None:
+    """The calibration record of one evaluated episode (None without an injected fault)."""
+    fault = injected_fault(trajectory)
+    if fault is None:
+        return None
+    labels = tuple(label.kind for label in label_failure(trajectory, task, reward, tool_kinds))
+    return CalibrationEpisode(
+        fault=fault,
+        labels=labels,
+        trajectory_id=field_of(trajectory, "trajectory_id") or field_of(trajectory, "id"),
+        task_id=str(field_of(trajectory, "task_id") or ""),
+        environment=str(field_of(trajectory, "environment") or ""),
+        success=bool(field_of(reward, "success")),
+    )
+
+
+def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) -> Calibration:
+    """Per-label precision and recall of the found labels against the injected faults."""
+    episodes = list(episodes)
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
+    unscored: Counter[str] = Counter()
+    by_fault: dict[str, list[CalibrationEpisode]] = {}
+    for episode in episodes:
+        by_fault.setdefault(episode.fault, []).append(episode)
+        found = set(episode.labels)
+        for label in found:
+            if label not in SCORED_LABELS:
+                unscored[label] += 1
+            elif label in episode.expected:
+                tp[label] += 1
+            else:
+                fp[label] += 1
+        for label in episode.expected - found:
+            fn[label] += 1
+    fault_rows = []
+    for fault in (*faults.FAULTS, faults.NO_FAULT):
+        members = by_fault.get(fault, [])
+        if not members:
+            continue
+        expected = EXPECTED_LABELS[fault]
+        fault_rows.append(
+            FaultFigures(
+                fault=fault,
+                episodes=len(members),
+                recovered=sum(1 for e in members if expected <= set(e.labels)),
+                exact=sum(1 for e in members if set(e.labels) == expected),
+                solved=sum(1 for e in members if e.success),
+                other_labels=dict(
+                    sorted(Counter(x for e in members for x in set(e.labels) - expected).items())
+                ),
+            )
+        )
+    clean = by_fault.get(faults.NO_FAULT, [])
+    return Calibration(
+        episodes=len(episodes),
+        labels=[LabelFigures(label, tp[label], fp[label], fn[label]) for label in SCORED_LABELS],
+        faults=fault_rows,
+        clean_episodes=len(clean),
+        clean_with_labels=sum(1 for e in clean if e.labels),
+        unscored_labels=dict(sorted(unscored.items())),
+        without_fault=without_fault,
+    )
+
+
+def evaluation_calibration(evaluation: Any) -> Calibration:
+    """The calibration of a stored arena evaluation: its episodes that carry an injected fault
+    (a fault-injection policy played them), labelled afresh by the detectors."""
+    from arena.steps import evaluated_episodes
+
+    found, without = [], 0
+    for episode in evaluated_episodes(evaluation):
+        record = episode_of(episode.trajectory, episode.task, episode.reward, episode.tool_kinds)
+        if record is None:
+            without += 1
+        else:
+            found.append(record)
+    return calibrate(found, without_fault=without)
