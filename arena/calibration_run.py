@@ -27,7 +27,12 @@ GRAPH_PLANS = (
 
 
 def synthesize_calibration_tasks(
-    package: Any, pool: Any, graph: int = 6, programs: int = 2, seed: int = 0, tier="explicit"
+    package: Any,
+    pool: Any,
+    graph: int = 6,
+    programs: int = 2,
+    seed: int = 0,
+    tier: str = "explicit",
 ) -> list[TaskSpec]:
     """Verified graph tasks spread over ``GRAPH_PLANS`` and programmatic tasks of a package."""
     from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer

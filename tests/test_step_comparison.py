@@ -170,3 +170,12 @@ def test_the_replay_page_shows_the_comparison_beside_the_steps(client, compared,
     body = client.get(url).content.decode()
     assert 'id="gold-step-1" data-status="differs"' in body
     assert GOLD_ARGUMENT not in body and GOLD_RESULT not in body
+
+
+def test_the_task_page_shows_each_gold_result_to_reviewers(client, compared, reviewer, viewer):
+    url = reverse("task-detail", args=[compared.task.pk])
+    client.force_login(reviewer)
+    body = client.get(url).content.decode()
+    assert body.count('class="gold-result"') == 3 and GOLD_RESULT in body
+    client.force_login(viewer)  # an arena task: no gold chain, no gold result
+    assert GOLD_RESULT not in client.get(url).content.decode()

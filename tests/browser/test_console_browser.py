@@ -92,6 +92,22 @@ def test_open_a_failed_trajectory_and_step_through_it(page, live_server, sign_in
     assert scene["failed"].pk == int(page.url.rstrip("/").rsplit("/", 1)[-1])
 
 
+def test_the_replay_sets_each_gold_step_beside_the_agent_step(page, live_server, sign_in, viewer):
+    # A viewer of an arena task: the verdicts beside the steps, no gold tool or arguments.
+    scene = factories.make_review_scene()
+    sign_in(viewer)
+    page.goto(f"{live_server.url}/trajectories/{scene['failed'].pk}/")
+    panel = page.locator("#step-comparison")
+    expect(panel).to_contain_text("1 match · 1 differ · 0 missing")
+    expect(panel.locator('tr[data-status="differs"]')).to_contain_text("step 2")
+    expect(panel).not_to_contain_text("place_order")
+    page.click('[data-action="next"]')
+    badge = page.locator("#step-2 [data-gold-match]")
+    expect(badge).to_have_text("gold step 1: differs")
+    badge.click()
+    expect(page).to_have_url(f"{live_server.url}/trajectories/{scene['failed'].pk}/#gold-step-1")
+
+
 def test_reviewer_approves_a_proposal(page, live_server, sign_in, reviewer):
     scene = factories.make_review_scene()
     proposal = scene["proposal"]

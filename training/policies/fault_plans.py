@@ -132,35 +132,40 @@ def other_value(value: Any, choices: Sequence[Any] = ()) -> Any:
     if isinstance(value, float):
         return round(value * 1.5 + 1, 2)
     if isinstance(value, str) and _DATE.fullmatch(value):
-        day = date.fromisoformat(value[:10]) + timedelta(days=1)
+        try:
+            day = date.fromisoformat(value[:10]) + timedelta(days=1)
+        except ValueError:  # shaped like a date, but not one
+            return f"{value} (edited)"
         return day.isoformat() + value[10:]
     if isinstance(value, str) and value:
         return f"{value} (edited)"
     return None
 
 
-def _texty(value: Any) -> bool:
-    """Free text rather than a code: a code (``FR``, ``KJFK``) likely names a row another
-    table must hold, and an edited one is refused."""
+def _code(value: Any) -> bool:
+    """A code (``FR``, ``KJFK``) rather than free text, a number or a date: it likely names a
+    row another table must hold, and an edited one is refused."""
     return (
         isinstance(value, str)
         and not _DATE.fullmatch(value)
-        and (" " in value or any(c.islower() for c in value))
+        and " " not in value
+        and not any(c.islower() for c in value)
     )
 
 
 def _perturbable(
     arguments: Mapping[str, Any], bound: Mapping[str, Any], seen: set[str], fresh_only: bool
 ) -> list[str]:
-    """Arguments worth changing: values new to the chain first (a write's free text, not a
-    key or a reference another table must hold), then any not taken from an earlier step.
-    ``fresh_only``: new values or nothing (a write whose arguments are all keys would fail
-    when changed, which is a tool error and a missing write, not a wrong one)."""
+    """Arguments worth changing: values new to the chain and not codes first (a write's free
+    text, number or date; not a key or a reference another table must hold), then any not
+    taken from an earlier step. ``fresh_only``: those first ones or nothing (a write whose
+    arguments are all keys or codes would be refused when changed: a tool error and a missing
+    write, not a wrong one)."""
     names = [n for n in sorted(arguments) if other_value(arguments[n]) is not None]
     plain = [n for n in names if n not in bound and n != "id" and not n.endswith("_id")]
     fresh = [n for n in plain if str(arguments[n]) not in seen]
-    fresh = [n for n in fresh if _texty(arguments[n])] or fresh
-    return fresh if fresh_only else fresh or plain or names
+    safe = [n for n in fresh if not _code(arguments[n])]
+    return safe if fresh_only else safe or fresh or plain or names
 
 
 class _Planner:
