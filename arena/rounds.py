@@ -82,6 +82,11 @@ def start_round(
     policy = policy or default_policy()
     if policy is None:
         raise ValidationError("no policy to evaluate: create one first (POST /api/policies/)")
+    if policy.kind == Policy.Kind.FAULT_INJECTION and train:
+        raise ValidationError(
+            "a fault-injection policy calibrates diagnosis and cannot be trained: start its "
+            "round with train: false"
+        )
     for _attempt in range(3):
         try:
             with transaction.atomic():
@@ -152,6 +157,10 @@ def advance_round(evolution_round: EvolutionRound, event: str, reason: str = "")
             auto_approve_pending(locked)
         schedule_step(locked)
     evolution_round.refresh_from_db()
+    if evolution_round.status == round_machine.AWAITING_APPROVAL and not (
+        evolution_round.proposals.filter(status=ExpansionProposal.Status.PENDING).exists()
+    ):  # nothing to review (no failures, or a calibration round): no reviewer is waited for
+        return advance_round(evolution_round, round_machine.APPROVED)
     return evolution_round
 
 

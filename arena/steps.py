@@ -34,7 +34,7 @@ from environments.runtime import SandboxPool
 from tasks.models import Task
 from tasks.records import spec_from_task
 from tasks.service import ARENA_MAX_WALK_LENGTH, fresh_arena_tasks, synthesize_tasks
-from training.models import TrainingRun, TrainingTask, Trajectory
+from training.models import Policy, TrainingRun, TrainingTask, Trajectory
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
 
@@ -233,7 +233,10 @@ def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
         FailureLabel.objects.bulk_create(labels, ignore_conflicts=True)
         evolution_round.proposals.filter(status=ExpansionProposal.Status.PENDING).delete()
         environments = {env.name: env for env in evaluation.environments.all()}
-        for proposal in propose_expansions(summary):
+        # A calibration round's failures were injected on purpose: they say nothing about what
+        # the environments lack, so nothing is proposed (the calibration page reads the labels).
+        calibrating = evolution_round.policy.kind == Policy.Kind.FAULT_INJECTION
+        for proposal in [] if calibrating else propose_expansions(summary):
             ExpansionProposal.objects.create(
                 round=evolution_round,
                 report=report,

@@ -232,6 +232,8 @@ def test_a_round_of_the_fault_policy_is_calibrated(tmp_path, settings, reviewer)
     record_package(build_sample_package(tmp_path / "shop", extra_books=20))
     api = token_client(reviewer)
     policy = _fault_policy(api, seed=2, clean_share=0.2)
+    trained = api.post("/api/rounds/start/", {"policy": policy.pk}, format="json")
+    assert trained.status_code == 400 and "train: false" in str(trained.json()), trained.json()
     started = api.post(
         "/api/rounds/start/",
         {
@@ -245,8 +247,9 @@ def test_a_round_of_the_fault_policy_is_calibrated(tmp_path, settings, reviewer)
     )
     assert started.status_code == 202, started.json()
     number = started.json()["number"]
-    done = wait_round(number, {"awaiting_approval", "expanding", "done", "failed"}, timeout=300)
-    assert done.status != "failed", done.failure_reason
+    done = wait_round(number, {"awaiting_approval", "done", "failed"}, timeout=300)
+    assert done.status == "done", (done.status, done.failure_reason)
+    assert not done.proposals.exists()  # injected failures are no weakness to expand on
     evaluation = done.evaluations.get()
     data = api.get(f"/api/evaluations/{evaluation.pk}/calibration/").json()
     assert data["episodes"] == evaluation.task_count >= 4 and data["without_fault"] == 0
