@@ -94,6 +94,29 @@ def test_the_api_sets_the_served_checkpoint(reviewer_api):
     assert "only an endpoint (openai) policy serves a checkpoint" in refused.json()["error"]
 
 
+@pytest.mark.parametrize(
+    "address, accepted",
+    [
+        ("http://vllm:8000/v1", True),  # a compose or cluster service name
+        ("https://api.example.org/v1", True),
+        ("http://10.1.2.3:8000/v1", True),
+        ("ftp://vllm/v1", False),
+        ("http://:8000/v1", False),
+        ("http://vllm:port/v1", False),
+        ("vllm:8000", False),
+    ],
+)
+def test_endpoint_addresses_with_single_label_hosts_are_accepted(reviewer_api, address, accepted):
+    response = reviewer_api.post(
+        "/api/policies/",
+        {"name": "remote", "kind": "openai", "base_url": address, "model_name": "m"},
+        format="json",
+    )
+    assert (response.status_code == 201) is accepted, response.content
+    if not accepted:
+        assert "base_url" in str(response.json()), response.json()
+
+
 def test_the_console_form_registers_an_endpoint_policy(client, reviewer, viewer, env_policy):
     client.force_login(reviewer)
     page = client.get(reverse("policy-list"))

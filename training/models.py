@@ -8,6 +8,7 @@ from django.utils import timezone
 from aw_site.models import Job
 from environments.models import Environment
 from tasks.models import Task
+from training.endpoint_url import validate_endpoint_url
 
 
 class Policy(models.Model):
@@ -20,8 +21,12 @@ class Policy(models.Model):
     name = models.SlugField(max_length=120)
     version = models.PositiveIntegerField(default=1)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    base_url = models.URLField(
-        blank=True, help_text="For OpenAI-compatible endpoints; the key comes from env vars"
+    base_url = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[validate_endpoint_url],
+        help_text="For OpenAI-compatible endpoints (single-label hosts such as http://vllm:8000/v1 "
+        "too); the key comes from env vars",
     )
     model_name = models.CharField(max_length=200, blank=True)
     checkpoint_path = models.CharField(max_length=500, blank=True)
