@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers, status, viewsets
@@ -9,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.rounds import MAX_REPLAY_RATIO, MAX_SEED
 from aw_site.roles import REVIEWER
 from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
 from training.models import Policy
@@ -49,7 +52,7 @@ class StartRoundSerializer(serializers.Serializer):
     environments_per_category = serializers.IntegerField(min_value=1, max_value=50, default=2)
     tasks_per_environment = serializers.IntegerField(min_value=1, max_value=200, default=4)
     train = serializers.BooleanField(default=True)
-    seed = serializers.IntegerField(min_value=0, required=False)
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, required=False)
     instruction_tier = serializers.ChoiceField(
         choices=[(t, t) for t in ("explicit", "goal", "goal_hard")],
         default="goal",
@@ -82,6 +85,22 @@ class StartRoundSerializer(serializers.Serializer):
         default=0.25,
         help_text="Share of the round's fresh tasks that are programmatic",
     )
+    replay_ratio = serializers.FloatField(
+        min_value=0.0,
+        max_value=MAX_REPLAY_RATIO,
+        default=1.0,
+        help_text="Earlier training tasks replayed per task the round's expansions create",
+    )
+
+    def to_internal_value(self, data):
+        # A misspelt option would otherwise start a round with the default: refuse it by name.
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["unknown round option"] for name in unknown}
+                )
+        return super().to_internal_value(data)
 
 
 class ArenaEvaluationSerializer(serializers.ModelSerializer):

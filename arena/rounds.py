@@ -55,6 +55,10 @@ def check_training_options(training: Any) -> None:
         ) from exc
 
 
+MAX_REPLAY_RATIO = 4.0
+MAX_SEED = 2**62  # fits every database's 64-bit integer
+
+
 def start_round(
     user: Any = None,
     policy: Policy | None = None,
@@ -67,17 +71,21 @@ def start_round(
     instruction_tier: str = "goal",
     max_walk_length: int = 12,
     programmatic_share: float = 0.25,
+    replay_ratio: float = 1.0,
 ) -> EvolutionRound:
     """Create the next round and enqueue its evaluation; refuses while another round runs.
 
     ``training`` holds the round's training-run options (``training.run_options.RunOptions``),
     checked here so a bad value is refused now rather than at the round's train step.
     ``max_walk_length``: the longest dependent walk of the round's fresh graph tasks (12 by
-    default, up to 40); ``programmatic_share``: the share of programmatic arena tasks."""
+    default, up to 40); ``programmatic_share``: the share of programmatic arena tasks;
+    ``replay_ratio``: earlier training tasks replayed per task the round's expansions create."""
     if not 1 <= max_walk_length <= 40:
         raise ValidationError("max_walk_length must be between 1 and 40")
     if not 0.0 <= programmatic_share <= 1.0:
         raise ValidationError("programmatic_share must be between 0 and 1")
+    if not 0.0 <= replay_ratio <= MAX_REPLAY_RATIO:
+        raise ValidationError(f"replay_ratio must be between 0 and {MAX_REPLAY_RATIO:g}")
     check_training_options(training or {})
     policy = policy or default_policy()
     if policy is None:
@@ -114,6 +122,7 @@ def start_round(
                         "instruction_tier": instruction_tier,
                         "max_walk_length": max_walk_length,
                         "programmatic_share": programmatic_share,
+                        "replay_ratio": replay_ratio,
                     },
                 )
                 schedule_step(evolution_round, user)

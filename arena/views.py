@@ -348,42 +348,54 @@ def _checkbox(request, name: str, default: bool) -> bool:
     return request.POST.get(name) in ("on", "true", "1", "yes")
 
 
-def _bounded_int(request, name: str, default: int, low: int, high: int) -> int:
-    try:
-        return min(high, max(low, int(request.POST.get(name, default))))
-    except (TypeError, ValueError):
-        return default
+_FORM_FIELDS = (
+    "environments_per_category",
+    "tasks_per_environment",
+    "max_walk_length",
+    "instruction_tier",
+    "seed",
+    "replay_ratio",
+)
+
+
+def _round_form_data(request) -> dict[str, Any]:
+    """The start form's fields in the API's terms (one contract: StartRoundSerializer)."""
+    data: dict[str, Any] = {
+        name: request.POST[name] for name in _FORM_FIELDS if request.POST.get(name, "").strip()
+    }
+    data["auto_approve"] = _checkbox(request, "auto_approve", False)
+    data["train"] = _checkbox(request, "train", True)
+    if request.POST.get("policy"):
+        data["policy"] = request.POST["policy"]
+    percent = request.POST.get("programmatic_percent", "").strip()
+    if percent:
+        try:
+            data["programmatic_share"] = float(percent) / 100
+        except ValueError:
+            data["programmatic_share"] = percent  # refused by the serializer, by name
+    training = request.POST.get("training", "").strip()
+    if training:
+        try:
+            data["training"] = json.loads(training)
+        except json.JSONDecodeError as exc:
+            data["training"] = f"not JSON: {exc}"
+    return data
 
 
 @console_action(REVIEWER)
 def start_round_view(request):
-    from arena import rounds
+    from arena.api import StartRoundSerializer
+    from arena.rounds import start_round
 
-    start_round = getattr(rounds, "start_round", None)
-    if start_round is None:
-        messages.error(request, "The round machinery (arena.rounds.start_round) is not installed.")
+    form = StartRoundSerializer(data=_round_form_data(request))
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{field}: {' '.join(str(m) for m in errors)}" for field, errors in form.errors.items()
+        )
+        messages.error(request, "Could not start a round: " + problems)
         return redirect("round-list")
-    policy = None
-    if request.POST.get("policy"):
-        policy = Policy.objects.filter(pk=request.POST["policy"]).first()
-        if policy is None:
-            messages.error(request, "That policy does not exist.")
-            return redirect("round-list")
-    options: dict[str, Any] = {
-        "policy": policy,
-        "auto_approve": _checkbox(request, "auto_approve", False),
-        "environments_per_category": _bounded_int(request, "environments_per_category", 2, 1, 50),
-        "tasks_per_environment": _bounded_int(request, "tasks_per_environment", 4, 1, 200),
-        "train": _checkbox(request, "train", True),
-        "max_walk_length": _bounded_int(request, "max_walk_length", 12, 1, 40),
-        "programmatic_share": _bounded_int(request, "programmatic_percent", 25, 0, 100) / 100,
-    }
-    if request.POST.get("instruction_tier") in ("explicit", "goal", "goal_hard"):
-        options["instruction_tier"] = request.POST["instruction_tier"]
-    if request.POST.get("seed", "").strip():
-        options["seed"] = _bounded_int(request, "seed", 0, 0, 2**31 - 1)
     try:
-        evolution_round = start_round(request.user, **options)
+        evolution_round = start_round(request.user, **form.validated_data)
     except ValidationError as exc:
         messages.error(request, "Could not start a round: " + "; ".join(exc.messages))
         return redirect("round-list")

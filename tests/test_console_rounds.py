@@ -142,6 +142,8 @@ def test_start_round_calls_start_round_with_the_form(as_reviewer, reviewer, monk
             "max_walk_length": "40",
             "programmatic_percent": "50",
             "instruction_tier": "goal_hard",
+            "replay_ratio": "0.5",
+            "training": '{"sft_epochs": 2}',
         },
     )
     assert response.status_code == 302 and response["Location"] == "/rounds/1/"
@@ -157,7 +159,23 @@ def test_start_round_calls_start_round_with_the_form(as_reviewer, reviewer, monk
         "max_walk_length": 40,
         "programmatic_share": 0.5,
         "instruction_tier": "goal_hard",
+        "replay_ratio": 0.5,
+        "training": {"sft_epochs": 2},
     }
+
+
+@pytest.mark.django_db
+def test_start_form_refuses_out_of_range_values_by_name_instead_of_clamping(as_reviewer, scene):
+    before = EvolutionRound.objects.count()
+    response = as_reviewer.post(
+        reverse("round-start"),
+        {"_form": "1", "max_walk_length": "99", "replay_ratio": "9", "training": "{oops"},
+        follow=True,
+    )
+    page = response.content.decode()
+    assert "Could not start a round" in page
+    assert "max_walk_length" in page and "replay_ratio" in page and "training" in page
+    assert EvolutionRound.objects.count() == before
 
 
 @pytest.mark.django_db

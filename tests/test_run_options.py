@@ -41,6 +41,23 @@ def test_a_round_refuses_bad_training_options_before_it_starts(reviewer_api):
     assert not EvolutionRound.objects.exists()
 
 
+def test_a_round_refuses_unknown_options_and_huge_seeds_by_name(reviewer_api):
+    policy = factories.make_policy()
+    for body, field in (
+        ({"max_walk_lenght": 4}, "max_walk_lenght"),  # a typo must not start a default round
+        ({"seed": 2**70}, "seed"),
+        ({"replay_ratio": -1}, "replay_ratio"),
+    ):
+        bad = reviewer_api.post("/api/rounds/start/", {"policy": policy.pk, **body}, format="json")
+        assert bad.status_code == 400 and field in str(bad.json()), bad.json()
+    assert not EvolutionRound.objects.exists()
+    started = reviewer_api.post(
+        "/api/rounds/start/", {"policy": policy.pk, "replay_ratio": 0.25}, format="json"
+    )
+    assert started.status_code == 202, started.json()
+    assert EvolutionRound.objects.get().config["replay_ratio"] == 0.25
+
+
 def test_vllm_without_the_gpu_extra_fails_clearly(tmp_path):
     import importlib.util
 
