@@ -4,6 +4,7 @@ expansion failed ends failed, superseded versions leave sampling and training.""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from arena.models import ExpansionProposal
 from arena.steps import ExpansionsFailed, current_versions, expand, round_training_set
@@ -11,7 +12,7 @@ from environments.registry import record_package
 from tasks.gold_tools import gold_tools
 from tests.support import factories
 from tests.support.sample_package import build_sample_package
-from training.models import TrainingRun
+from training.models import TrainingRun, TrainingTask
 
 
 class Context:
@@ -40,7 +41,7 @@ def approved(evolution_round, environment, **params) -> ExpansionProposal:
 
 
 @pytest.mark.django_db
-def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore):
+def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore, viewer_api, viewer):
     evolution_round = factories.make_round(status="expanding", seed=5)
     target = approved(
         evolution_round,
@@ -62,12 +63,35 @@ def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore):
     }
 
     evolution_round.config = {"replay_ratio": 0.5}
-    run = TrainingRun.objects.create(base_policy=evolution_round.policy)
+    run = TrainingRun.objects.create(
+        base_policy=evolution_round.policy, round_number=evolution_round.number
+    )
     links = round_training_set(evolution_round, run)
     new = [link for link in links if link.source == "expansion"]
     assert {link.task_id for link in new} == set(created)
     assert {link.proposal for link in new} == {target.pk}
     assert len([link for link in links if link.source == "replay"]) <= round(0.5 * len(new))
+
+    # The run lists its tasks and where each came from: API and console.
+    TrainingTask.objects.bulk_create(links)
+    detail = viewer_api.get(f"/api/training-runs/{run.pk}/").json()["training_set"]
+    assert detail["tasks"] == len(links) and detail["by_source"]["expansion"] == len(new)
+    assert detail["by_proposal"] == [
+        {
+            "proposal": target.pk,
+            "tasks": len(new),
+            "environments": [f"bookstore@v{bookstore.version}"],
+        }
+    ]
+    listed = viewer_api.get(f"/api/training-runs/{run.pk}/tasks/").json()
+    assert listed["count"] == len(links) and listed["summary"] == detail
+    assert {row["task"] for row in listed["results"] if row["proposal"] == target.pk} == set(
+        created
+    )
+    page = Client()
+    page.force_login(viewer)
+    body = page.get(f"/training/{run.pk}/").content.decode()
+    assert f"#proposal-{target.pk}" in body and f"/tasks/{created[0]}/" in body
 
 
 @pytest.mark.django_db

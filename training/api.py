@@ -12,7 +12,15 @@ from rest_framework.response import Response
 
 from environments.models import Environment
 from tasks.privacy import hides_answers, public_reward, request_user
-from training.models import Checkpoint, Policy, Step, TrainingMetric, TrainingRun, Trajectory
+from training.models import (
+    Checkpoint,
+    Policy,
+    Step,
+    TrainingMetric,
+    TrainingRun,
+    TrainingTask,
+    Trajectory,
+)
 from training.service import ensure_env_policy
 
 
@@ -144,6 +152,27 @@ class TrainingRunSerializer(serializers.ModelSerializer):
         return value
 
 
+class TrainingTaskSerializer(serializers.ModelSerializer):
+    """One task of a run's training set and its source (the proposal that created it)."""
+
+    environment = serializers.CharField(source="task.environment.name")
+    environment_version = serializers.IntegerField(source="task.environment.version")
+    kind = serializers.CharField(source="task.kind")
+    tier = serializers.CharField(source="task.tier")
+
+    class Meta:
+        model = TrainingTask
+        fields = [
+            "task",
+            "environment",
+            "environment_version",
+            "kind",
+            "tier",
+            "source",
+            "proposal",
+        ]
+
+
 class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = Step
@@ -262,6 +291,28 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
     def metrics(self, request, pk=None):
         run = self.get_object()
         return Response(TrainingMetricSerializer(run.metrics.all(), many=True).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        """One run, with a summary of its training set (the tasks: ``tasks/``)."""
+        from training.training_set import training_set_summary
+
+        response = super().retrieve(request, *args, **kwargs)
+        response.data["training_set"] = training_set_summary(self.get_object()).to_dict()
+        return response
+
+    @action(detail=True, methods=["get"])
+    def tasks(self, request, pk=None):
+        """The run's training set: a summary (per source, proposal, environment, kind) and the
+        listed tasks, a page at a time (``?page=N``), each with where it came from."""
+        from training.training_set import training_set_summary
+
+        run = self.get_object()
+        links = TrainingTask.objects.filter(run=run).select_related("task__environment")
+        page = self.paginate_queryset(links)
+        rows = TrainingTaskSerializer(page, many=True).data
+        response = self.get_paginated_response(rows)
+        response.data["summary"] = training_set_summary(run).to_dict()
+        return response
 
 
 class TrajectoryFilter(django_filters.FilterSet):

@@ -18,6 +18,7 @@ from aw_site.views import console_action, console_page, page_of
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
+from training.training_set import training_set_summary
 from training.trajectory_comparison import comparison_for
 
 TRAJECTORIES_PER_PAGE = 40
@@ -276,9 +277,14 @@ def training_run_detail(request, pk: int):
         "environments": run.environments.only("id", "name", "version"),
         "checkpoints": run.checkpoints.all(),
         "rounds": run.rounds.all(),
+        "training_set": training_set_summary(run),
+        "training_links": run.task_links.select_related("task__environment")[:TRAINING_SET_ROWS],
         **metric_charts(run),
     }
     return render(request, "training/run_detail.html", context)
+
+
+TRAINING_SET_ROWS = 100  # the rest through the API, a page at a time
 
 
 @console_page
