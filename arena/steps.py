@@ -263,8 +263,24 @@ class ExpansionsFailed(RuntimeError):
     """Every approved expansion of a round failed: the round ends failed, with the reasons."""
 
 
+# New versions and environments first, so task proposals of the same round land on them.
+APPLY_ORDER = (
+    ExpansionProposal.Kind.COMPLEXIFY_DATABASE,
+    ExpansionProposal.Kind.NEW_ENVIRONMENT,
+    ExpansionProposal.Kind.MORE_TASKS,
+)
+
+
 def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
-    approved = list(evolution_round.proposals.filter(status=ExpansionProposal.Status.APPROVED))
+    approved = sorted(
+        evolution_round.proposals.filter(status=ExpansionProposal.Status.APPROVED),
+        key=lambda p: (
+            APPLY_ORDER.index(p.kind) if p.kind in APPLY_ORDER else len(APPLY_ORDER),
+            p.pk,
+        ),
+    )
+    # A retried step: proposals an earlier attempt applied count, and are not applied again.
+    earlier = evolution_round.proposals.filter(status=ExpansionProposal.Status.APPLIED).count()
     applied = 0
     reasons = []
     for index, proposal in enumerate(approved):
@@ -281,9 +297,9 @@ def expand(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
         proposal.applied_job = ctx.job
         proposal.save(update_fields=["result", "status", "applied_job"])
         ctx.progress((index + 1) / len(approved), f"proposal {proposal.pk}: {proposal.status}")
-    if approved and not applied:
+    if approved and not applied and not earlier:
         raise ExpansionsFailed("every approved expansion failed: " + "; ".join(reasons))
-    return {"applied": applied, "failed": len(approved) - applied}
+    return {"applied": applied + earlier, "failed": len(approved) - applied}
 
 
 def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, Any]:
@@ -301,6 +317,9 @@ def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, An
         from environments.jobs import complexify_environment
 
         base = current_version(proposal.environment)
+        unknown = sorted(set(params.tools) - set(tool_names(base)))
+        if unknown:  # refused before a version is built: it would grow every table instead
+            raise ValueError(f"{base} has no tool {', '.join(unknown)}")
         tables = tables_of_tools(base, params.tools)
         changed = complexify_environment(
             ctx,
@@ -314,7 +333,13 @@ def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, An
         task_params = MoreTasksParams(
             count=max(1, params.tasks), tier=params.tier, tools=params.tools, focus=params.focus
         )
-        created = _tasks_for(proposal, environment, task_params, seed) if params.tasks else {}
+        try:
+            created = _tasks_for(proposal, environment, task_params, seed) if params.tasks else {}
+        except Exception:
+            # The expansion failed: its new version must not supersede the parent it grew from.
+            if environment.pk != base.pk and environment.status == Environment.Status.VERIFIED:
+                environment.transition(Environment.Status.RETIRED)
+            raise
         return {**changed, "tables": tables, **created}
     if proposal.kind == ExpansionProposal.Kind.NEW_ENVIRONMENT:
         built = build_in_category(proposal, params, ctx)
@@ -362,6 +387,13 @@ def _tasks_for(
         "tasks_created": len(created),
         "min_walk_length_reached": shortest,
     }
+
+
+def tool_names(environment: Environment) -> list[str]:
+    """The names of the environment's tools, as its manifest declares them."""
+    return [
+        tool.get("function", {}).get("name", "") for tool in environment.manifest.get("tools", [])
+    ]
 
 
 def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:

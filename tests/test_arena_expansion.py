@@ -8,6 +8,7 @@ from django.test import Client
 
 from arena.models import ExpansionProposal
 from arena.steps import ExpansionsFailed, current_versions, expand, round_training_set
+from environments.models import Environment
 from environments.registry import record_package
 from tasks.gold_tools import gold_tools
 from tests.support import factories
@@ -19,8 +20,15 @@ class Context:
     """The slice of a JobContext the expand step uses."""
 
     job = None
+    saved: dict = {}
 
     def progress(self, fraction: float, message: str = "") -> None:
+        return None
+
+    def checkpoint(self, **values) -> None:
+        return None
+
+    def log(self, line: str) -> None:
         return None
 
 
@@ -135,3 +143,55 @@ def test_a_new_environment_proposal_builds_an_unbuilt_theme_of_its_category():
     assert theme_in_category(shopping, None) == wanted
     assert theme_in_category(travel.primary(), built.pk) == built  # the one it names wins
     assert theme_in_category(factories.make_category("Health", "Clinics", "Dental"), None) is None
+
+
+def complexify_proposal(evolution_round, environment, **params) -> ExpansionProposal:
+    return ExpansionProposal.objects.create(
+        round=evolution_round,
+        kind="complexify_database",
+        environment=environment,
+        params=params,
+        status=ExpansionProposal.Status.APPROVED,
+    )
+
+
+@pytest.mark.django_db
+def test_a_complexify_proposal_naming_an_unknown_tool_builds_no_version(bookstore):
+    evolution_round = factories.make_round(status="expanding")
+    complexify_proposal(evolution_round, bookstore, tools=["nope_tool"], tasks=2)
+    with pytest.raises(ExpansionsFailed, match="has no tool nope_tool"):
+        expand(evolution_round, Context())
+    assert list(Environment.objects.filter(name=bookstore.name)) == [bookstore]
+
+
+@pytest.mark.django_db
+def test_a_complexify_whose_tasks_fail_retires_its_new_version(bookstore, monkeypatch):
+    from arena import steps
+
+    def no_tasks(*args, **kwargs):
+        raise ValueError("no graph task using get_book")
+
+    monkeypatch.setattr(steps, "_tasks_for", no_tasks)
+    evolution_round = factories.make_round(status="expanding")
+    complexify_proposal(evolution_round, bookstore, tools=["get_book"], tasks=2, rows_per_table=3)
+    with pytest.raises(ExpansionsFailed, match="no graph task using get_book"):
+        expand(evolution_round, Context())
+    grown = Environment.objects.get(name=bookstore.name, version=bookstore.version + 1)
+    assert grown.status == "retired" and steps.current_version(bookstore) == bookstore
+
+
+@pytest.mark.django_db
+def test_task_proposals_land_on_the_version_the_same_round_complexified(bookstore):
+    """Applied in order: the new version first, then the more-tasks proposal on it, so its
+    tasks are current and reach the training set (they were dropped when made on the parent)."""
+    evolution_round = factories.make_round(status="expanding", seed=9)
+    more = approved(evolution_round, bookstore, count=3, min_walk_length=1, max_walk_length=2)
+    grow = complexify_proposal(evolution_round, bookstore, tools=["get_book"], tasks=0)
+    assert expand(evolution_round, Context()) == {"applied": 2, "failed": 0}
+    more.refresh_from_db()
+    grow.refresh_from_db()
+    assert more.result["version"] == grow.result["version"] == bookstore.version + 1
+    run = TrainingRun.objects.create(base_policy=evolution_round.policy)
+    links = round_training_set(evolution_round, run)
+    expansion = {link.task_id for link in links if link.source == "expansion"}
+    assert set(more.result["tasks"]) <= expansion
