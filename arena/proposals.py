@@ -89,6 +89,7 @@ class ProposalPolicy:
     new_environments: int = 1
     examples: int = 3
     tier: str = "goal"
+    max_write_steps: int = 6  # a bulk program's many writes are no graph workflow to copy
 
 
 def _examples(failures: list[FailureDiagnosis], labels: tuple[str, ...], limit: int) -> list[dict]:
@@ -125,8 +126,20 @@ def _with_labels(
     return [f for f in failures if any(k in labels for k in f.kinds)]
 
 
+def _task_kind(failures: list[FailureDiagnosis]) -> str:
+    """The kind most of the failed tasks were: more of the same kind trains what failed."""
+    programs = sum(1 for f in failures if f.task_kind == "programmatic")
+    return "programmatic" if programs * 2 > len(failures) else "graph"
+
+
+def _graph_failures(failures: list[FailureDiagnosis]) -> list[FailureDiagnosis]:
+    """Failures of graph tasks, whose chain length and writes a graph walk can copy (a
+    program's calls loop over rows: 19 calls there are one loop, not a 19-step plan)."""
+    return [f for f in failures if f.task_kind != "programmatic"]
+
+
 def _planning(env: str, category: Any, failures: list, policy: ProposalPolicy) -> Proposal:
-    longest = max(f.gold_chain_length for f in failures)
+    longest = max((f.gold_chain_length for f in _graph_failures(failures)), default=0)
     walk = max(policy.min_walk_length, longest + 1)
     evidence = _evidence(failures, PLANNING_LABELS, policy)
     return Proposal(
@@ -134,7 +147,7 @@ def _planning(env: str, category: Any, failures: list, policy: ProposalPolicy) -
         env,
         category,
         MoreTasksParams(
-            task_kind="graph",
+            task_kind=_task_kind(failures),
             min_walk_length=walk,
             max_walk_length=min(40, walk + policy.extra_walk_steps),
             count=policy.tasks_per_proposal,
@@ -150,14 +163,15 @@ def _planning(env: str, category: Any, failures: list, policy: ProposalPolicy) -
 
 
 def _state(env: str, category: Any, failures: list, policy: ProposalPolicy) -> Proposal:
-    writes = max(policy.min_write_steps, max(f.gold_write_count for f in failures))
+    most = max((f.gold_write_count for f in _graph_failures(failures)), default=0)
+    writes = min(policy.max_write_steps, max(policy.min_write_steps, most))
     evidence = _evidence(failures, STATE_LABELS, policy)
     return Proposal(
         MORE_TASKS,
         env,
         category,
         MoreTasksParams(
-            task_kind="graph",
+            task_kind=_task_kind(failures),
             min_walk_length=writes,
             write_steps=writes,
             count=policy.tasks_per_proposal,

@@ -146,3 +146,22 @@ def test_every_proposal_kind_round_trips_through_its_typed_parameters():
         params_for("more_tasks", {"count": 0})
     with pytest.raises(ValueError, match="max_walk_length is below"):
         params_for("more_tasks", {"min_walk_length": 5, "max_walk_length": 2})
+
+
+def test_failed_bulk_programs_propose_programs_not_giant_walks():
+    """A program that loops over rows makes many calls and writes; more programmatic tasks
+    train that, where a graph walk as long as its call count (with as many writes) would not."""
+    from tests.test_arena_diagnosis import booking_task
+
+    bulk = booking_task()
+    bulk["kind"] = "programmatic"
+    bulk["gold_chain"] = bulk["gold_chain"] * 6  # 18 calls
+    bulk["expected_diff"]["booking"]["added"] *= 18  # 18 writes
+    episodes = [episode(premature(), reward(state=0.0), task=copy.deepcopy(bulk)) for _ in range(3)]
+    proposals = by_focus(propose_expansions(diagnose(episodes, llm=None)))
+    planning = proposals[("more_tasks", "airports", "multi-step planning")]
+    assert planning.params["task_kind"] == "programmatic"
+    assert planning.params["min_walk_length"] == ProposalPolicy().min_walk_length
+    state = proposals[("more_tasks", "airports", "state updates")]
+    assert state.params["task_kind"] == "programmatic"
+    assert state.params["write_steps"] <= ProposalPolicy().max_write_steps
