@@ -31,6 +31,7 @@ from arena.scoreboard import Scoreboard, build_scoreboard, compare
 from aw_site.jobs import JobContext, interrupted
 from environments.models import Category, Environment, Theme
 from environments.runtime import SandboxPool
+from environments.versions import current_version, current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
 from tasks.service import ARENA_MAX_WALK_LENGTH, fresh_arena_tasks, synthesize_tasks
@@ -409,28 +410,6 @@ def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:
         if node is not None:
             tables.update(t for t in (node.entity, node.parent) if t)
     return sorted(tables)
-
-
-def current_versions(environments) -> list[Environment]:
-    """The newest of each name: a complexified version supersedes its parent for sampling and
-    training."""
-    newest: dict[str, Environment] = {}
-    for environment in environments:
-        kept = newest.get(environment.name)
-        if kept is None or environment.version > kept.version:
-            newest[environment.name] = environment
-    return sorted(newest.values(), key=lambda e: e.name)
-
-
-def current_version(environment: Environment | None) -> Environment:
-    if environment is None:
-        raise ValueError("the proposal names no environment")
-    newest = (
-        Environment.objects.filter(name=environment.name, status=Environment.Status.VERIFIED)
-        .order_by("-version")
-        .first()
-    )
-    return newest or environment
 
 
 def theme_in_category(category: Category | None, theme_id: int | None) -> Theme | None:

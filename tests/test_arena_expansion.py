@@ -118,6 +118,14 @@ def test_superseded_versions_are_not_sampled():
     new = factories.make_environment("shop", version=2, parent=old)
     other = factories.make_environment("zoo")
     assert current_versions([old, other, new]) == [new, other]
+    # Nor trained on by a run that names no environments.
+    from training.service import training_tasks
+
+    for environment in (old, new, other):
+        factories.make_task(environment, split="train")
+    run = TrainingRun.objects.create(base_policy=factories.make_policy())
+    trained_on = {t.environment_id for t in training_tasks(run, per_environment=5)}
+    assert trained_on == {new.pk, other.pk}
 
 
 @pytest.mark.django_db

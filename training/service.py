@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from environments.models import Environment
+from environments.versions import current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
 from training.models import (
@@ -299,7 +300,8 @@ def training_tasks(
     solved (no learning signal)."""
     from tasks.models import UNIFORM_CONSISTENCY
 
-    environments = list(run.environments.all()) or list(
+    # None chosen: every verified environment at its current version (not a superseded parent).
+    environments = list(run.environments.all()) or current_versions(
         Environment.objects.filter(status=Environment.Status.VERIFIED)
     )
     tasks: list[Task] = []

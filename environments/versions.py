@@ -1,0 +1,30 @@
+"""Which version of an environment is current: a complexified version supersedes its parent.
+
+Arena sampling, a round's training set and training runs that name no environments all take
+the current versions only."""
+
+from __future__ import annotations
+
+from environments.models import Environment
+
+
+def current_versions(environments) -> list[Environment]:
+    """The newest of each name: a complexified version supersedes its parent for sampling and
+    training."""
+    newest: dict[str, Environment] = {}
+    for environment in environments:
+        kept = newest.get(environment.name)
+        if kept is None or environment.version > kept.version:
+            newest[environment.name] = environment
+    return sorted(newest.values(), key=lambda e: e.name)
+
+
+def current_version(environment: Environment | None) -> Environment:
+    if environment is None:
+        raise ValueError("the proposal names no environment")
+    newest = (
+        Environment.objects.filter(name=environment.name, status=Environment.Status.VERIFIED)
+        .order_by("-version")
+        .first()
+    )
+    return newest or environment
