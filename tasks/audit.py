@@ -4,7 +4,8 @@ For every synthesized task, real runs are replayed in sandbox episodes and score
 ``tasks.reward.score``: the gold run must score 1.0; a no-op run, the gold run with its last
 write dropped, with one argument perturbed (so that the outcome changes), with an extra write,
 with a wrong answer, with a hedged answer and, for a conditional step, with the branch the
-condition did not select, must each be *not solved* and under the partial-credit cap. A check that cannot apply (no write to drop, no answer to hedge, no
+condition did not select, must each be *not solved* and under the partial-credit cap; and the
+instruction must not state the answer it asks for (``given_answer``). A check that cannot apply (no write to drop, no answer to hedge, no
 argument that changes the outcome) is recorded as not applicable. A task failing any check is
 discarded and counted by the first check it failed.
 """
@@ -12,6 +13,7 @@ discarded and counted by the first check it failed.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -33,6 +35,7 @@ CHECKS: tuple[str, ...] = (
     "wrong_answer",
     "hedged_answer",
     "wrong_branch",
+    "given_answer",
 )
 PERTURB_TRIES = 6
 FROM_RUN = object()  # an answer read from the replayed run's own last result
@@ -226,6 +229,7 @@ class VerifierAuditor:
                 else:
                     checks.append(AuditCheck(name, False, True, detail="the task asks no answer"))
             checks.append(self._wrong_branch(task, gold_calls))
+            checks.append(given_answer_check(task, reference))
         failed = next((c.name for c in checks if c.applicable and not c.passed), None)
         audit = VerifierAudit(failed is None, checks, failed)
         self.summary.add(audit)
@@ -434,3 +438,25 @@ class VerifierAuditor:
                 continue  # the write changed nothing  # the write failed or changed nothing
             return self._expect_failed("extra_write", task, run, f"extra {node.name}")
         return AuditCheck("extra_write", False, True, detail="no write tool could change the state")
+
+
+def given_answer_check(task: TaskSpec, reference: Any) -> AuditCheck:
+    """The instruction must not state its own answer: a read-only task whose answer it quotes
+    is solved by any call followed by repeating the question. Only a plain answer (a word, a
+    name, a number of two digits or more: "Step 1" is no answer) is looked for, whole. Graph
+    tasks only: a program's selection task names its candidates ("which of 'KH', 'AG' ...")
+    by design, a graph walk's answer is found on the way, never given."""
+    if (
+        task.kind != "graph"
+        or reference is None
+        or isinstance(reference, bool | dict | list)
+        or task.expected_diff
+    ):
+        return AuditCheck("given_answer", False, True, detail="no plain answer of a read task")
+    text = str(reference).strip()
+    if not text or (text.isdigit() and len(text) < 2):
+        return AuditCheck("given_answer", False, True, detail="answer too short to look for")
+    pattern = rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)"
+    stated = re.search(pattern, task.instruction, flags=re.IGNORECASE) is not None
+    detail = f"the instruction states the answer {text!r}" if stated else ""
+    return AuditCheck("given_answer", True, not stated, detail=detail)

@@ -119,6 +119,34 @@ def test_a_task_whose_reference_answer_is_wrong_is_discarded(graph_tasks, audito
     assert auditor.audit(corrupted).failed == "gold"
 
 
+def test_a_read_task_whose_instruction_states_its_answer_is_discarded(graph_tasks, auditor):
+    task = next(
+        t
+        for t in graph_tasks[0]
+        if not t.expected_diff and isinstance(t.reference_answer, str | int) and t.reference_answer
+    )
+    assert auditor.audit(task).passed
+    giveaway = dataclasses.replace(
+        task, instruction=f"{task.instruction} (It is {task.reference_answer}.)"
+    )
+    audit = auditor.audit(giveaway)
+    assert not audit.passed and audit.failed == "given_answer"
+
+
+def test_the_given_answer_check_looks_for_whole_plain_answers():
+    from tasks.audit import given_answer_check
+
+    def task(instruction: str, diff=None) -> TaskSpec:
+        return TaskSpec(kind="graph", environment="e", instruction=instruction, expected_diff=diff)
+
+    assert not given_answer_check(task("Which city is 'Gibraltar' in?"), "Gibraltar").passed
+    assert given_answer_check(task("Step 1: look up the author of Dune."), "1").passed  # short
+    assert given_answer_check(task("How many books cost 120 or more?"), "12").passed  # not whole
+    assert not given_answer_check(task("Report 12 for book 12."), 12).passed
+    stated_write = given_answer_check(task("Set the stock to 40, report it.", {"b": {}}), 40)
+    assert not stated_write.applicable  # a write task's state check carries the weight
+
+
 def test_a_verification_script_that_accepts_anything_is_caught(bookstore, pool, auditor):
     check = programmatic_task_from_source(
         pool, bookstore, "Total price of Frank Herbert's books?", HERBERT_TOTAL, ACCEPT_ANYTHING

@@ -410,9 +410,12 @@ class GraphWalker:
                 return {pname: _bound(got, len(steps) - 1, edge.field, descending, side=True)}
         return None
 
-    def _test_value(self, step: dict[str, Any], rng) -> tuple[str | None, Any, Any] | None:
+    def _test_value(
+        self, step: dict[str, Any], rng, given: frozenset[str] = frozenset()
+    ) -> tuple[str | None, Any, Any] | None:
         """(field, item, value) a condition can test in a step's result: a number the step
-        computed, or a plain column of the one row it found (not a key)."""
+        computed, or a plain column of the one row it found (not a key, and no value the chain
+        was given: "if the country whose code is 'GI' has code 'GI'" always holds)."""
         result = step["result"]
         if isinstance(result, int | float) and not isinstance(result, bool):
             return None, None, result
@@ -428,6 +431,7 @@ class GraphWalker:
             and not c.endswith(("_id", "_code"))
             and c not in step["arguments"]
             and (not isinstance(v, str) or 0 < len(v) <= 40)
+            and str(v).casefold() not in given
         ]
         if not columns:
             return None
@@ -439,11 +443,14 @@ class GraphWalker:
         and another one on the same row (same tool, other values). The condition is drawn to
         hold or not at random; the gold run does whichever write it selects."""
         sources = [b["step"] for b in bindings.values()] + list(range(len(steps) - 1, -1, -1))
+        given = frozenset(
+            str(v).casefold() for s in steps for v in s["arguments"].values() if _scalar(v)
+        )
         for index in dict.fromkeys(sources):
             step = steps[index]
             if self.nodes[step["tool"]].kind != "read":
                 continue
-            found = self._test_value(step, rng)
+            found = self._test_value(step, rng, given)
             if found is None:
                 continue
             field_name, item, value = found
