@@ -497,6 +497,19 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     return links  # empty: the run falls back to its environments' train split, or fails there
 
 
+def replay_note(evolution_round: EvolutionRound, links: list[TrainingTask]) -> str:
+    """One log line: the training set's make-up, and a replay share short of the configured
+    ratio (fewer earlier training tasks exist than it asks for)."""
+    replayed = sum(1 for link in links if link.source == TrainingTask.Source.REPLAY)
+    created = len(links) - replayed
+    ratio = float((evolution_round.config or {}).get("replay_ratio", 1.0))
+    note = f"training set: {created} task(s) from expansions, {replayed} replayed"
+    wanted = round(ratio * created)
+    if created and replayed < wanted:
+        note += f" (replay_ratio {ratio:g} asks for {wanted}; only {replayed} earlier exist)"
+    return note
+
+
 def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
     if not evolution_round.config.get("train", True):
         return {"skipped": "training disabled for this round"}
@@ -511,6 +524,7 @@ def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
             )
             links = round_training_set(evolution_round, run)
             TrainingTask.objects.bulk_create(links)
+            ctx.log(replay_note(evolution_round, links))
             run.environments.set({link.task.environment for link in links})
             evolution_round.training_run = run
             evolution_round.save(update_fields=["training_run"])

@@ -80,6 +80,13 @@ def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore, view
     assert {link.proposal for link in new} == {target.pk}
     assert len([link for link in links if link.source == "replay"]) <= round(0.5 * len(new))
 
+    from arena.steps import replay_note
+
+    replayed = len(links) - len(new)
+    note = replay_note(evolution_round, links)
+    assert note.startswith(f"training set: {len(new)} task(s) from expansions, {replayed} replayed")
+    assert ("asks for" in note) == (replayed < round(0.5 * len(new)))
+
     # The run lists its tasks and where each came from: API and console.
     TrainingTask.objects.bulk_create(links)
     detail = viewer_api.get(f"/api/training-runs/{run.pk}/").json()["training_set"]
