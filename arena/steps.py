@@ -343,14 +343,44 @@ def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, An
             raise
         return {**changed, "tables": tables, **created}
     if proposal.kind == ExpansionProposal.Kind.NEW_ENVIRONMENT:
-        built = build_in_category(proposal, params, ctx)
-        environment = Environment.objects.filter(pk=built.get("environment")).first()
-        if environment is None or environment.status != Environment.Status.VERIFIED:
-            raise ValueError(f"the new environment did not verify: {built}")
-        task_params = MoreTasksParams(count=max(1, params.tasks), tier=params.tier)
-        created = _tasks_for(proposal, environment, task_params, seed) if params.tasks else {}
-        return {**built, "version": environment.version, **created}
+        return _new_environments(proposal, params, ctx, seed)
     raise ValueError(f"unknown proposal kind {proposal.kind}")
+
+
+def _new_environments(proposal: ExpansionProposal, params: Any, ctx: JobContext, seed: int):
+    """Build up to ``count`` environments in the weak category, each with its tasks; the first
+    failure after one success ends the series (what was built is kept and recorded)."""
+    built_ids: list[int] = []
+    tasks: list[int] = []
+    builds: list[dict[str, Any]] = []
+    for index in range(params.count):
+        try:
+            built = build_in_category(proposal, params, ctx)
+            environment = Environment.objects.filter(pk=built.get("environment")).first()
+            if environment is None or environment.status != Environment.Status.VERIFIED:
+                raise ValueError(f"the new environment did not verify: {built}")
+        except ValueError as exc:
+            if not built_ids:
+                raise
+            builds.append({"error": str(exc)})
+            break
+        task_params = MoreTasksParams(count=max(1, params.tasks), tier=params.tier)
+        created = (
+            _tasks_for(proposal, environment, task_params, seed + index) if params.tasks else {}
+        )
+        built_ids.append(environment.pk)
+        tasks += created.get("tasks", [])
+        builds.append({**built, "name": environment.name, "version": environment.version})
+    first = Environment.objects.get(pk=built_ids[0])
+    return {
+        "environment": first.pk,
+        "name": first.name,
+        "version": first.version,
+        "environments": built_ids,
+        "builds": builds,
+        "tasks": tasks,
+        "tasks_created": len(tasks),
+    }
 
 
 def _tasks_for(
@@ -412,27 +442,43 @@ def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:
     return sorted(tables)
 
 
+def _secondary_name(category: Category | None) -> str | None:
+    """The second level of a category path (None for a primary category)."""
+    node, chain = category, []
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    return chain[-2].name if len(chain) >= 2 else None
+
+
 def theme_in_category(category: Category | None, theme_id: int | None) -> Theme | None:
-    """The theme a new-environment proposal builds: the one it names, else an imported theme in
-    the weak category (its primary) that no environment was built from yet."""
+    """The theme a new-environment proposal builds: the one it names (which must exist), else
+    an imported theme not built yet in the weak subcategory, else in its primary category."""
     from environments.models import Theme
 
     if theme_id is not None:
-        return Theme.objects.filter(pk=theme_id).first()
+        theme = Theme.objects.filter(pk=theme_id).first()
+        if theme is None:
+            raise ValueError(f"theme {theme_id} does not exist (GET /api/themes/ lists them)")
+        return theme
     if category is None:
         return None
-    primary = category.primary()
+    primary, secondary = category.primary(), _secondary_name(category)
     unbuilt = Theme.objects.filter(duplicate_of__isnull=True, environments__isnull=True)
-    for theme in unbuilt.select_related("category").order_by("id"):
-        if theme.category is not None and theme.category.primary() == primary:
-            return theme
-    return None
+    candidates = [
+        t
+        for t in unbuilt.select_related("category").order_by("id")
+        if t.category is not None and t.category.primary() == primary
+    ]
+    same_secondary = [t for t in candidates if _secondary_name(t.category) == secondary]
+    return (same_secondary or candidates or [None])[0]
 
 
 def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext) -> dict[str, Any]:
     """Build a new environment in the weak category: from an imported theme there (the one the
-    proposal names, else the first not built yet), else an unbuilt offline data source there;
-    with an LLM configured the theme build runs the research and tool-design agents."""
+    proposal names, else the first not built yet, its subcategory first), else an unbuilt
+    offline data source there (its subcategory first); with an LLM configured the theme build
+    runs the research and tool-design agents."""
     from environments.build import submit
     from environments.build.request import BuildRequest, builtin_sources
     from environments.jobs import run_build
@@ -442,10 +488,20 @@ def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext)
     if theme is not None:
         return run_build(ctx, submit.theme_request(theme.pk), fail_on_reject=False)
     wanted = category.primary().name if category else None
-    built = set(Environment.objects.values_list("name", flat=True)) | set(params.exclude)
-    for spec in builtin_sources():
-        if spec["category"]["primary"] == wanted and spec["name"] not in built:
-            return run_build(ctx, BuildRequest.for_source(spec["name"]), fail_on_reject=False)
+    secondary = _secondary_name(category)
+    # A draft or rejected build (an interrupted or failed earlier try) does not use a source up.
+    taken = Environment.objects.exclude(
+        status__in=[Environment.Status.DRAFT, Environment.Status.REJECTED]
+    )
+    built = set(taken.values_list("name", flat=True)) | set(params.exclude)
+    sources = [
+        spec
+        for spec in builtin_sources()
+        if spec["category"]["primary"] == wanted and spec["name"] not in built
+    ]
+    sources.sort(key=lambda spec: spec["category"].get("secondary") != secondary)
+    if sources:
+        return run_build(ctx, BuildRequest.for_source(sources[0]["name"]), fail_on_reject=False)
     raise ValueError(
         f"no theme and no unbuilt offline data source in {wanted or 'that category'}: import a "
         "theme there (POST /api/themes/import/) and it becomes the new environment"

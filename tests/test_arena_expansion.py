@@ -158,6 +158,13 @@ def test_a_new_environment_proposal_builds_an_unbuilt_theme_of_its_category():
     assert theme_in_category(shopping, None) == wanted
     assert theme_in_category(travel.primary(), built.pk) == built  # the one it names wins
     assert theme_in_category(factories.make_category("Health", "Clinics", "Dental"), None) is None
+    # The weak subcategory first: a theme in Shopping > Games waits behind Shopping > Books.
+    games = factories.make_category("Shopping", "Games", "Board games")
+    other_sub = Theme.objects.create(name="shop-c", source_kind="prd", category=games)
+    assert theme_in_category(games, None) == other_sub
+    assert theme_in_category(shopping, None) == wanted
+    with pytest.raises(ValueError, match="theme 9999 does not exist"):
+        theme_in_category(shopping, 9999)
 
 
 def complexify_proposal(evolution_round, environment, **params) -> ExpansionProposal:
