@@ -173,8 +173,10 @@ def proposal_effects(
             "category": name,
             "before": was.get("success_rate"),
             "before_interval": was.get("success_interval"),
+            "before_episodes": was.get("episodes"),
             "after": now.get("success_rate") if later else None,
             "after_interval": now.get("success_interval") if later else None,
+            "after_episodes": now.get("episodes") if later else None,
         }
     return effects
 

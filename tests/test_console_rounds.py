@@ -242,7 +242,14 @@ def test_round_page_compares_labels_and_each_proposal_with_the_next_round(as_vie
     following = factories.make_round(
         evolution_round.number + 1, policy=evolution_round.policy, scores={"Shopping": 0.7}
     )
-    factories.make_evaluation(following)
+    factories.make_evaluation(
+        following,
+        results={
+            "category": {
+                "Shopping": {"success_rate": 0.7, "success_interval": [0.4, 0.89], "episodes": 10}
+            }
+        },
+    )
     factories.make_diagnosis(
         following, distribution={"by_label": {"tool_error": 1, "wrong_arguments": 3}}
     )
@@ -252,5 +259,9 @@ def test_round_page_compares_labels_and_each_proposal_with_the_next_round(as_vie
         '<tr data-label="tool_error"><td>tool error</td><td class="num">56%</td><td class="num">25%</td>'
         in body
     )
-    assert "Shopping: success 45% this round → 70% in the next round" in body
+    effect = body.split("data-proposal-effect>", 1)[1].split("</p>", 1)[0]
+    assert effect == (
+        "Shopping: success 45% [26%–66%, 20 episodes] this round"
+        " → 70% [40%–89%, 10 episodes] in the next round"
+    ), effect
     assert "2 training tasks created" in body and "environment version v2" in body
