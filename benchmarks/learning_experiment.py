@@ -11,6 +11,7 @@ same training budget spent on untargeted tasks?
    are evaluated on the same held-out tasks: success rate per category with Wilson 95% intervals.
 
     python benchmarks/learning_experiment.py --environments 6 --heldout 40 --seed 7
+    python benchmarks/learning_experiment.py --model Qwen/Qwen3-0.6B ...   # GPU, real model
 
 Prints a table and writes the figures to --out/learning_experiment.json. Reports what happens,
 whichever way it goes.
@@ -139,8 +140,17 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--model",
+        default="",
+        help="A pretrained checkpoint (hub id or directory) instead of the tiny policy; trains "
+        "on the GPU when one is there.",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
+    import torch
+
+    on_gpu = bool(args.model) and torch.cuda.is_available()
     out = Path(args.out or tempfile.mkdtemp(prefix="learning_"))
     paths = starter_packages(args.packages)[: args.environments]
     loaded = [load_package(p) for p in paths]
@@ -161,7 +171,7 @@ def main() -> int:
                 model_path=model_path,
                 output_dir=str(out / name),
                 seed=args.seed,
-                use_cpu=True,
+                use_cpu=not on_gpu,
                 sft_epochs=sft,
                 max_steps=steps,
                 num_generations=4,
@@ -172,10 +182,11 @@ def main() -> int:
             )
             return run_training(config, tasks=tasks).final_checkpoint
 
-        initial = out / "initial"
-        build_tiny_policy(
-            initial, [p.manifest for p in loaded], [t.to_dict() for t in base + ordinary]
-        )
+        initial = args.model or out / "initial"
+        if not args.model:
+            build_tiny_policy(
+                initial, [p.manifest for p in loaded], [t.to_dict() for t in base + ordinary]
+            )
         base_dir = train(base, str(initial), "base", args.sft_epochs, 0)
         before = evaluate(base_dir, heldout, packages, pool, args)
         episodes = [
