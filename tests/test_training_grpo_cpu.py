@@ -86,7 +86,11 @@ def test_sft_then_grpo_on_cpu_writes_checkpoints_and_metrics(tmp_path):
         assert {"reward_mean", "success_rate", "kl", "loss"} <= set(record)
         assert 0.0 <= record["reward_mean"] <= 1.0
     assert any("tokens_per_s" in record for record in grpo)
-    phases = [m["phase"] for _, m in metrics]
+    # The warm-up reports each step while it runs (progress and the SFT loss curve).
+    steps = [(step, m) for step, m in metrics if m["phase"] == "sft_step"]
+    assert [step for step, _ in steps] == list(range(1, result.sft["steps"] + 1))
+    assert all(m["steps_total"] == result.sft["steps"] and m["loss"] > 0 for _, m in steps)
+    phases = [m["phase"] for _, m in metrics if m["phase"] != "sft_step"]
     assert phases[:4] == ["gold", "eval_before", "sft", "eval_after_sft"]
     assert phases[-1] == "eval_after"
     assert result.eval_before["episodes"] == result.eval_after["episodes"] == 2

@@ -435,7 +435,13 @@ def train(
         TrainingMetric.objects.create(
             run=run, phase=phase, step=int(step), values=_jsonable(values)
         )
-        if phase == "grpo":
+        if phase == "sft_step":
+            done = min(1.0, step / max(1, int(values.get("steps_total") or 1)))
+            progress(
+                0.1 + 0.2 * done,
+                f"SFT step {step}/{values.get('steps_total')}: loss {values.get('loss', 0):.3f}",
+            )
+        elif phase == "grpo":
             progress(
                 0.3 + 0.65 * min(1.0, step / total_steps),
                 f"GRPO step {step}: reward {values.get('reward_mean', 0):.3f}",

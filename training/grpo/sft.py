@@ -59,6 +59,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,22 @@ class SkipNonFiniteSteps(TrainerCallback):
             self.skipped += 1
 
 
+class SFTProgress(TrainerCallback):
+    """Reports every SFT log (step, total steps, loss) to ``hook``: long warm-ups show their
+    progress and loss curve while they run, not only when they end."""
+
+    def __init__(self, hook: Callable[[int, dict[str, Any]], None]) -> None:
+        self.hook = hook
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = _finite((logs or {}).get("loss"))
+        if loss is not None:
+            self.hook(
+                state.global_step,
+                {"phase": "sft_step", "loss": loss, "steps_total": state.max_steps},
+            )
+
+
 def _finite(value: Any) -> float | None:
     if value is None:
         return None
@@ -298,9 +315,10 @@ def sft_trainer(
     conversations: list[dict[str, Any]],
     config: Any,
     output_dir: str | Path,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """(SFTTrainer or None when no conversation fits, dataset info). ``model`` is a
-    PreTrainedModel (trained in place) or a model directory."""
+    PreTrainedModel (trained in place) or a model directory; ``on_step`` hears every log."""
     from training.grpo.lora import peft_config
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -320,7 +338,7 @@ def sft_trainer(
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=peft_config(config),
-        callbacks=[SkipNonFiniteSteps()],
+        callbacks=[SkipNonFiniteSteps(), *([SFTProgress(on_step)] if on_step else [])],
     )
     return trainer, info
 
@@ -332,6 +350,7 @@ def sft_warmup(
     config: Any,
     output_dir: str | Path,
     save_dir: str | Path | None = None,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` (a PreTrainedModel, trained in place, or a model directory) on the
     conversations with SFTTrainer; when ``save_dir`` is given the trained model (LoRA merged)
@@ -342,7 +361,7 @@ def sft_warmup(
 
     from training.grpo.lora import merged
 
-    trainer, info = sft_trainer(model, tokenizer, conversations, config, output_dir)
+    trainer, info = sft_trainer(model, tokenizer, conversations, config, output_dir, on_step)
     summary: dict[str, Any] = {
         "steps": 0,
         "loss_first": None,

@@ -346,6 +346,11 @@ def run_training(
                 config,
                 output_dir=sft_dir,
                 save_dir=sft_dir,
+                on_step=(
+                    (lambda step, values: emit_metrics(step, values, on_metrics, metrics_path))
+                    if state.is_main_process
+                    else None
+                ),
             )
             state.wait_for_everyone()
             model_dir = str(sft_dir)
