@@ -17,6 +17,7 @@ from environments.build import submit
 from environments.build.request import BuildRequest, BuildRequestError
 from environments.build.uploads import remove_upload, store_upload
 from environments.models import Category, Environment, Theme, Tool
+from environments.versions import with_superseded
 
 
 class CategorySerializer(serializers.ModelSerializer):
@@ -86,6 +87,11 @@ class ToolSerializer(serializers.ModelSerializer):
 
 class EnvironmentSerializer(serializers.ModelSerializer):
     category_path = serializers.CharField(source="category.path", read_only=True, default="")
+    superseded = serializers.BooleanField(
+        read_only=True,
+        default=False,
+        help_text="A newer verified version exists: rounds and training use that one",
+    )
 
     class Meta:
         model = Environment
@@ -100,6 +106,7 @@ class EnvironmentSerializer(serializers.ModelSerializer):
             "category_path",
             "status",
             "parent",
+            "superseded",
             "content_hash",
             "tool_count",
             "task_count",
@@ -244,7 +251,7 @@ def refuse(message: str) -> Response:
 class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Environment versions. Admins retire; reviewers start catalogue builds."""
 
-    queryset = Environment.objects.select_related("category__parent__parent")
+    queryset = with_superseded(Environment.objects.select_related("category__parent__parent"))
     filterset_fields = {
         "status": ["exact"],
         "category": ["exact"],

@@ -28,3 +28,14 @@ def current_version(environment: Environment | None) -> Environment:
         .first()
     )
     return newest or environment
+
+
+def with_superseded(queryset):
+    """Annotate ``superseded``: a newer verified version of the same name exists (sampling and
+    training take that one instead). One EXISTS per row, no extra queries."""
+    from django.db.models import Exists, OuterRef
+
+    newer = Environment.objects.filter(
+        name=OuterRef("name"), version__gt=OuterRef("version"), status=Environment.Status.VERIFIED
+    )
+    return queryset.annotate(superseded=Exists(newer))

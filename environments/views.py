@@ -204,7 +204,16 @@ def environment_detail(request, pk: int):
     tab = request.GET.get("tab", "overview")
     if tab not in TABS:
         tab = "overview"
-    context = {"environment": environment, "tabs": TABS, "tab": tab}
+    successor = (
+        Environment.objects.filter(
+            name=environment.name,
+            version__gt=environment.version,
+            status=Environment.Status.VERIFIED,
+        )
+        .order_by("-version")
+        .first()
+    )
+    context = {"environment": environment, "tabs": TABS, "tab": tab, "successor": successor}
     context.update(_tab_context(request, environment, tab))
     return render(request, "environments/detail.html", context)
 

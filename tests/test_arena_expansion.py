@@ -120,6 +120,23 @@ def test_a_round_whose_every_expansion_failed_fails_with_the_reasons(bookstore):
 
 
 @pytest.mark.django_db
+def test_superseded_versions_say_so_in_the_api_and_console(viewer_api, viewer):
+    old = factories.make_environment("shop", version=1)
+    new = factories.make_environment("shop", version=2, parent=old)
+    listed = {
+        row["version"]: row["superseded"]
+        for row in viewer_api.get("/api/environments/?name=shop").json()["results"]
+    }
+    assert listed == {1: True, 2: False}
+    assert viewer_api.get(f"/api/environments/{old.pk}/").json()["superseded"] is True
+    page = Client()
+    page.force_login(viewer)
+    body = page.get(f"/environments/{old.pk}/").content.decode()
+    assert f'href="/environments/{new.pk}/">superseded by v2</a>' in body
+    assert "superseded by" not in page.get(f"/environments/{new.pk}/").content.decode()
+
+
+@pytest.mark.django_db
 def test_superseded_versions_are_not_sampled():
     old = factories.make_environment("shop", version=1)
     new = factories.make_environment("shop", version=2, parent=old)
