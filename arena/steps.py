@@ -383,15 +383,24 @@ def _new_environments(proposal: ExpansionProposal, params: Any, ctx: JobContext,
     }
 
 
+def _fallback_lengths(asked: int) -> list[int]:
+    """Shortest walk lengths to try in turn: the asked one, one less, then halves down to 1."""
+    lengths, half = [asked, asked - 1], asked
+    while half > 1:
+        half //= 2
+        lengths.append(half)
+    return list(dict.fromkeys(n for n in lengths if n >= 1))
+
+
 def _tasks_for(
     proposal: ExpansionProposal, environment: Environment, params: MoreTasksParams, seed: int
 ) -> dict[str, Any]:
     """Synthesize a proposal's training tasks; refuses to call an expansion with none a success.
 
-    When the environment's graph cannot walk the asked length, the shortest length is halved
-    until tasks come (the result says which lengths were reached)."""
-    shortest = params.min_walk_length
-    while True:
+    When the environment's graph cannot walk the asked length, the shortest length steps down:
+    one less first (a planning proposal asks one more than the failed chain, so that is the
+    failure's own length), then halves until tasks come (the result says which length held)."""
+    for shortest in _fallback_lengths(params.min_walk_length):
         created = synthesize_tasks(
             environment,
             kind=params.task_kind,
@@ -405,9 +414,8 @@ def _tasks_for(
             tier=params.tier,
             tools=params.tools,
         )
-        if created or shortest == 1 or params.task_kind != "graph":
+        if created or params.task_kind != "graph":
             break
-        shortest = max(1, shortest // 2)
     if not created:
         wanted = f" using {', '.join(params.tools)}" if params.tools else ""
         raise ValueError(

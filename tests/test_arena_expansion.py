@@ -234,3 +234,10 @@ def test_task_proposals_land_on_the_version_the_same_round_complexified(bookstor
     links = round_training_set(evolution_round, run)
     expansion = {link.task_id for link in links if link.source == "expansion"}
     assert set(more.result["tasks"]) <= expansion
+
+
+def test_an_unreachable_walk_length_steps_down_through_the_failures_own_length():
+    from arena.steps import _fallback_lengths
+
+    assert _fallback_lengths(8) == [8, 7, 4, 2, 1]
+    assert _fallback_lengths(2) == [2, 1] and _fallback_lengths(1) == [1]
