@@ -229,7 +229,7 @@ class Command(BaseCommand):
         rounds = list(EvolutionRound.objects.order_by("number"))
         categories = sorted({name for r in rounds for name in r.scores})
         header = f"{'category':32}" + "".join(f"  round {r.number:>2}" for r in rounds)
-        self.stdout.write("mean reward per category (fresh arena tasks each round):")
+        self.stdout.write("success rate per category (fresh arena tasks each round):")
         self.stdout.write(header)
         for name in categories:
             cells = "".join(
