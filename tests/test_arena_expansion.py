@@ -38,10 +38,10 @@ def bookstore(tmp_path, settings):
     return record_package(build_sample_package(tmp_path / "pkg", extra_books=10))
 
 
-def approved(evolution_round, environment, **params) -> ExpansionProposal:
+def approved(evolution_round, environment, kind="more_tasks", **params) -> ExpansionProposal:
     return ExpansionProposal.objects.create(
         round=evolution_round,
-        kind="more_tasks",
+        kind=kind,
         environment=environment,
         params=params,
         status=ExpansionProposal.Status.APPROVED,
@@ -184,20 +184,10 @@ def test_a_new_environment_proposal_builds_an_unbuilt_theme_of_its_category():
         theme_in_category(shopping, 9999)
 
 
-def complexify_proposal(evolution_round, environment, **params) -> ExpansionProposal:
-    return ExpansionProposal.objects.create(
-        round=evolution_round,
-        kind="complexify_database",
-        environment=environment,
-        params=params,
-        status=ExpansionProposal.Status.APPROVED,
-    )
-
-
 @pytest.mark.django_db
 def test_a_complexify_proposal_naming_an_unknown_tool_builds_no_version(bookstore):
     evolution_round = factories.make_round(status="expanding")
-    complexify_proposal(evolution_round, bookstore, tools=["nope_tool"], tasks=2)
+    approved(evolution_round, bookstore, "complexify_database", tools=["nope_tool"], tasks=2)
     with pytest.raises(ExpansionsFailed, match="has no tool nope_tool"):
         expand(evolution_round, Context())
     assert list(Environment.objects.filter(name=bookstore.name)) == [bookstore]
@@ -212,7 +202,14 @@ def test_a_complexify_whose_tasks_fail_retires_its_new_version(bookstore, monkey
 
     monkeypatch.setattr(steps, "_tasks_for", no_tasks)
     evolution_round = factories.make_round(status="expanding")
-    complexify_proposal(evolution_round, bookstore, tools=["get_book"], tasks=2, rows_per_table=3)
+    approved(
+        evolution_round,
+        bookstore,
+        "complexify_database",
+        tools=["get_book"],
+        tasks=2,
+        rows_per_table=3,
+    )
     with pytest.raises(ExpansionsFailed, match="no graph task using get_book"):
         expand(evolution_round, Context())
     grown = Environment.objects.get(name=bookstore.name, version=bookstore.version + 1)
@@ -225,7 +222,7 @@ def test_task_proposals_land_on_the_version_the_same_round_complexified(bookstor
     tasks are current and reach the training set (they were dropped when made on the parent)."""
     evolution_round = factories.make_round(status="expanding", seed=9)
     more = approved(evolution_round, bookstore, count=3, min_walk_length=1, max_walk_length=2)
-    grow = complexify_proposal(evolution_round, bookstore, tools=["get_book"], tasks=0)
+    grow = approved(evolution_round, bookstore, "complexify_database", tools=["get_book"], tasks=0)
     assert expand(evolution_round, Context()) == {"applied": 2, "failed": 0}
     more.refresh_from_db()
     grow.refresh_from_db()
