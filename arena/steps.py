@@ -520,23 +520,28 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     """What the round trains on: the tasks its applied expansions created, plus a replay sample
     of earlier training tasks (``replay_ratio`` per new task, default 1), all from current
     environment versions. A round without expansion tasks replays ``tasks_per_environment``
-    tasks of each evaluated environment."""
+    tasks of each evaluated environment; a round whose training options set
+    ``tasks_per_environment`` keeps at most that many expansion tasks per environment, taken
+    from its proposals in turns (a CPU budget; unset, every expansion task trains)."""
     import random
 
     config = evolution_round.config or {}
     ratio = float(config.get("replay_ratio", 1.0))
-    per_environment = int((config.get("training") or {}).get("tasks_per_environment", 6))
-    links: list[TrainingTask] = []
+    training = config.get("training") or {}
+    per_environment = int(training.get("tasks_per_environment", 6))
+    cap = int(training["tasks_per_environment"]) if "tasks_per_environment" in training else None
+    queues: list[list[TrainingTask]] = []
     new_ids: set[int] = set()
     for proposal in evolution_round.proposals.filter(status=ExpansionProposal.Status.APPLIED):
         ids = [i for i in (proposal.result or {}).get("tasks", []) if i not in new_ids]
         current = Task.objects.filter(pk__in=ids, split=Task.Split.TRAIN).select_related(
             "environment"
         )
-        for task in current:
+        queue = []
+        for task in current.order_by("id"):
             if task.environment == current_version(task.environment):  # not superseded since
                 new_ids.add(task.pk)
-                links.append(
+                queue.append(
                     TrainingTask(
                         run=run,
                         task=task,
@@ -544,6 +549,8 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
                         proposal=proposal.pk,
                     )
                 )
+        queues.append(queue)
+    links = _in_turns(queues, cap)  # left-over expansion tasks are not replayed either
     environments = {
         current_version(e) for e in round_evaluation(evolution_round).environments.all()
     }
@@ -559,6 +566,21 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     replay = rng.sample(pool, min(wanted, len(pool)))
     links += [TrainingTask(run=run, task=t, source=TrainingTask.Source.REPLAY) for t in replay]
     return links  # empty: the run falls back to its environments' train split, or fails there
+
+
+def _in_turns(queues: list[list[TrainingTask]], cap: int | None) -> list[TrainingTask]:
+    """One task from each proposal's queue in turn, at most ``cap`` per environment."""
+    taken: list[TrainingTask] = []
+    per_environment: dict[int, int] = {}
+    for position in range(max((len(q) for q in queues), default=0)):
+        for queue in queues:
+            if position < len(queue):
+                link = queue[position]
+                count = per_environment.get(link.task.environment_id, 0)
+                if cap is None or count < cap:
+                    per_environment[link.task.environment_id] = count + 1
+                    taken.append(link)
+    return taken
 
 
 def replay_note(evolution_round: EvolutionRound, links: list[TrainingTask]) -> str:

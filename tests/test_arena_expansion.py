@@ -238,3 +238,25 @@ def test_an_unreachable_walk_length_steps_down_through_the_failures_own_length()
 
     assert _fallback_lengths(8) == [8, 7, 4, 2, 1]
     assert _fallback_lengths(2) == [2, 1] and _fallback_lengths(1) == [1]
+
+
+@pytest.mark.django_db
+def test_a_round_training_budget_caps_expansion_tasks_per_environment_in_turns(bookstore):
+    evolution_round = factories.make_round(status="expanding", seed=4)
+    first = approved(evolution_round, bookstore, count=4, min_walk_length=1, max_walk_length=2)
+    second = approved(
+        evolution_round, bookstore, count=4, min_walk_length=1, max_walk_length=3, write_steps=1
+    )
+    assert expand(evolution_round, Context())["applied"] == 2
+    evolution_round.config = {"replay_ratio": 0.0, "training": {"tasks_per_environment": 3}}
+    run = TrainingRun.objects.create(base_policy=evolution_round.policy)
+    links = round_training_set(evolution_round, run)
+    assert len(links) == 3 and {link.source for link in links} == {"expansion"}
+    assert {link.proposal for link in links} == {first.pk, second.pk}  # both proposals served
+    evolution_round.config = {"replay_ratio": 0.0}  # no budget set: every expansion task
+    first.refresh_from_db()
+    second.refresh_from_db()
+    made = len(first.result["tasks"]) + len(
+        set(second.result["tasks"]) - set(first.result["tasks"])
+    )
+    assert len(round_training_set(evolution_round, run)) == made
