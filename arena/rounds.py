@@ -32,12 +32,17 @@ def default_policy() -> Policy | None:
     the endpoint policy of the AW_POLICY_* variables when they are set, else the newest policy."""
     from training.service import ensure_env_policy
 
+    # A calibration round's fault-injection policy is an instrument, never the agent to go on.
     last = (
-        EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE).order_by("-number").first()
+        EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE)
+        .exclude(policy__kind=Policy.Kind.FAULT_INJECTION)
+        .order_by("-number")
+        .first()
     )
     if last is not None:
         return last.trained_policy or last.policy
-    return ensure_env_policy() or Policy.objects.order_by("-created_at").first()
+    agents = Policy.objects.exclude(kind=Policy.Kind.FAULT_INJECTION)
+    return ensure_env_policy() or agents.order_by("-created_at").first()
 
 
 def check_training_options(training: Any) -> None:

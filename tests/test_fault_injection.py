@@ -250,6 +250,9 @@ def test_a_round_of_the_fault_policy_is_calibrated(tmp_path, settings, reviewer)
     done = wait_round(number, {"awaiting_approval", "done", "failed"}, timeout=300)
     assert done.status == "done", (done.status, done.failure_reason)
     assert not done.proposals.exists()  # injected failures are no weakness to expand on
+    from arena.rounds import default_policy
+
+    assert default_policy() != policy  # the next round goes on with an agent, not the instrument
     evaluation = done.evaluations.get()
     data = api.get(f"/api/evaluations/{evaluation.pk}/calibration/").json()
     assert data["episodes"] == evaluation.task_count >= 4 and data["without_fault"] == 0
