@@ -318,10 +318,7 @@ def apply_proposal(proposal: ExpansionProposal, ctx: JobContext) -> dict[str, An
         from environments.jobs import complexify_environment
 
         base = current_version(proposal.environment)
-        unknown = sorted(set(params.tools) - set(tool_names(base)))
-        if unknown:  # refused before a version is built: it would grow every table instead
-            raise ValueError(f"{base} has no tool {', '.join(unknown)}")
-        tables = tables_of_tools(base, params.tools)
+        tables = tables_of_tools(base, params.tools)  # refuses unknown tools before building
         changed = complexify_environment(
             ctx,
             base.pk,
@@ -428,25 +425,22 @@ def _tasks_for(
     }
 
 
-def tool_names(environment: Environment) -> list[str]:
-    """The names of the environment's tools, as its manifest declares them."""
-    return [
-        tool.get("function", {}).get("name", "") for tool in environment.manifest.get("tools", [])
-    ]
-
-
 def tables_of_tools(environment: Environment, tools: list[str]) -> list[str]:
-    """The tables the named tools read or write (their entity and its parent)."""
+    """The tables the named tools read or write (their entity and its parent). A name that is
+    no tool of the environment is refused: it would match no table, and an empty list means
+    "every table" to complexify."""
     if not tools:
         return []
     from tasks.synthesis.tool_graph import build_tool_graph
 
     graph = build_tool_graph(environment.package_path)
+    unknown = sorted(set(tools) - set(graph.nodes))
+    if unknown:
+        raise ValueError(f"{environment} has no tool {', '.join(unknown)}")
     tables = set()
     for name in tools:
-        node = graph.nodes.get(name)
-        if node is not None:
-            tables.update(t for t in (node.entity, node.parent) if t)
+        node = graph.nodes[name]
+        tables.update(t for t in (node.entity, node.parent) if t)
     return sorted(tables)
 
 
