@@ -5,6 +5,8 @@ the current versions only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from environments.models import Environment
 
 
@@ -19,15 +21,21 @@ def current_versions(environments) -> list[Environment]:
     return sorted(newest.values(), key=lambda e: e.name)
 
 
+def _verified(name: Any):
+    """Verified versions of a name (a value, or an OuterRef in a subquery)."""
+    return Environment.objects.filter(name=name, status=Environment.Status.VERIFIED)
+
+
 def current_version(environment: Environment | None) -> Environment:
     if environment is None:
         raise ValueError("the proposal names no environment")
-    newest = (
-        Environment.objects.filter(name=environment.name, status=Environment.Status.VERIFIED)
-        .order_by("-version")
-        .first()
-    )
-    return newest or environment
+    return _verified(environment.name).order_by("-version").first() or environment
+
+
+def successor(environment: Environment) -> Environment | None:
+    """The newest verified version newer than ``environment``, if one supersedes it."""
+    newer = _verified(environment.name).filter(version__gt=environment.version)
+    return newer.order_by("-version").first()
 
 
 def with_superseded(queryset):
@@ -35,7 +43,5 @@ def with_superseded(queryset):
     training take that one instead). One EXISTS per row, no extra queries."""
     from django.db.models import Exists, OuterRef
 
-    newer = Environment.objects.filter(
-        name=OuterRef("name"), version__gt=OuterRef("version"), status=Environment.Status.VERIFIED
-    )
+    newer = _verified(OuterRef("name")).filter(version__gt=OuterRef("version"))
     return queryset.annotate(superseded=Exists(newer))

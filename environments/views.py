@@ -23,6 +23,7 @@ from aw_site import charts
 from aw_site.roles import REVIEWER, role_required
 from aw_site.views import console_page, page_of
 from environments.models import Category, Environment, Tool
+from environments.versions import successor
 
 CARDS_PER_PAGE = 24
 ROWS_PER_PAGE = 25
@@ -204,16 +205,12 @@ def environment_detail(request, pk: int):
     tab = request.GET.get("tab", "overview")
     if tab not in TABS:
         tab = "overview"
-    successor = (
-        Environment.objects.filter(
-            name=environment.name,
-            version__gt=environment.version,
-            status=Environment.Status.VERIFIED,
-        )
-        .order_by("-version")
-        .first()
-    )
-    context = {"environment": environment, "tabs": TABS, "tab": tab, "successor": successor}
+    context = {
+        "environment": environment,
+        "tabs": TABS,
+        "tab": tab,
+        "successor": successor(environment),
+    }
     context.update(_tab_context(request, environment, tab))
     return render(request, "environments/detail.html", context)
 
