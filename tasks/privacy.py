@@ -52,7 +52,7 @@ PUBLIC_LABEL_KEYS = ("kind", "label", "steps", "step", "capability")
 PRIVATE_EVIDENCE_KEYS = frozenset(
     {"explanation", "details", "reason", "reference_answer", "expected", "gold", "gold_results"}
 )
-_MASK = "[hidden]"
+MASK = "[hidden]"
 _MIN_SECRET_LENGTH = 3
 
 
@@ -205,7 +205,7 @@ def mask_secrets(text: str, secrets: Iterable[str]) -> str:
     ordered = sorted(set(secrets), key=len, reverse=True)
     if not text or not ordered:
         return text
-    return re.sub("|".join(re.escape(s) for s in ordered), _MASK, text)
+    return re.sub("|".join(re.escape(s) for s in ordered), MASK, text)
 
 
 def public_analysis(text: str, tasks: Iterable[Any]) -> str:

@@ -177,6 +177,45 @@ def scene(db):
         },
     )
     train_trajectory = factories.make_trajectory(train, policy, steps=steps, final_answer="7")
+    # Runs that quote the gold data: the gold chain played back with a fault, and a solved run.
+    gold_steps = [
+        {
+            "role": "assistant",
+            "content": f"Calling lookup_crate with {SECRETS['gold_argument']}-arena.",
+            "tool_name": "lookup_crate",
+            "tool_arguments": {"serial": f"{SECRETS['gold_argument']}-arena"},
+            "tool_result": {"code": f"{SECRETS['gold_result']}-arena"},
+            "state_diff": {"crate": {"added": [{"note": f"{SECRETS['expected_diff_row']}-arena"}]}},
+        },
+        {"role": "assistant", "content": f'{{"code": "{arena_answer}"}}'},
+    ]
+    faulty = factories.make_policy("privacy-faults", kind="fault_injection")
+    oracle = factories.make_trajectory(
+        arena,
+        faulty,
+        steps=gold_steps,
+        evaluation=evaluation,
+        final_answer=f'{{"code": "{arena_answer}"}}',
+        state_diff={"crate": {"added": [{"note": f"{SECRETS['expected_diff_row']}-arena"}]}},
+        metadata={"injected_fault": {"fault": "wrong_argument", "gold_step": 0, "seed": 3}},
+    )
+    heldout_steps = [
+        {
+            "role": "assistant",
+            "content": "Looking it up.",
+            "tool_name": "lookup_crate",
+            "tool_arguments": {"serial": f"{SECRETS['gold_argument']}-heldout"},
+            "tool_result": {"code": f"{SECRETS['gold_result']}-heldout"},
+        },
+        {"role": "assistant", "content": f"The code is {SECRETS['reference_answer']}-heldout."},
+    ]
+    solved = factories.make_trajectory(
+        heldout,
+        policy,
+        success=True,
+        steps=heldout_steps,
+        final_answer=f"The code is {SECRETS['reference_answer']}-heldout.",
+    )
     proposal = factories.make_proposal(
         evolution_round,
         environment=environment,
@@ -207,6 +246,8 @@ def scene(db):
         "failed": failed,
         "heldout_trajectory": heldout_trajectory,
         "train_trajectory": train_trajectory,
+        "oracle": oracle,
+        "solved": solved,
         "proposal": proposal,
     }
 
@@ -279,6 +320,35 @@ def test_viewer_trajectory_api_keeps_scores_and_drops_reasons(scene, viewer_api)
     assert flat == {"answer": {"score": 0.0}, "state": {"score": 0.0}, "total": 0.1}
     train = viewer_api.get(f"/api/trajectories/{scene['train_trajectory'].pk}/").json()["reward"]
     assert "reason" in train["answer"]
+
+
+def test_viewer_sees_a_fault_run_as_its_shape_and_a_solved_run_masked(scene, viewer_api):
+    data = viewer_api.get(f"/api/trajectories/{scene['oracle'].pk}/").json()
+    assert data["final_answer"] == HIDDEN_NOTE
+    assert data["metadata"] == {"injected_fault": {"fault": "wrong_argument", "gold_step": 0}}
+    call = data["steps"][0]
+    assert call["role"] == "assistant"
+    assert call["tool_name"] == call["tool_arguments"] == call["tool_result"] == "[hidden]"
+    assert data["state_diff"] == "[hidden]"
+    listed = viewer_api.get("/api/trajectories/", {"policy": scene["oracle"].policy_id}).json()
+    assert listed["results"][0]["final_answer"] == HIDDEN_NOTE
+    solved = viewer_api.get(f"/api/trajectories/{scene['solved'].pk}/").json()
+    assert solved["final_answer"] == HIDDEN_NOTE  # the answer earned credit
+    assert solved["steps"][0]["tool_name"] == "lookup_crate"  # what the agent did stays
+    assert solved["steps"][0]["tool_arguments"] == {"serial": "[hidden]"}
+    # A wrong answer on an evaluation task and a train task's run stay readable.
+    assert viewer_api.get(f"/api/trajectories/{scene['failed'].pk}/").json()["final_answer"] == "42"
+    train = viewer_api.get(f"/api/trajectories/{scene['train_trajectory'].pk}/").json()
+    assert train["final_answer"] == "7"
+
+
+@pytest.mark.parametrize("role_client", ["reviewer_api", "admin_api"])
+def test_reviewers_see_fault_runs_in_full(scene, role_client, request):
+    client = request.getfixturevalue(role_client)
+    data = client.get(f"/api/trajectories/{scene['oracle'].pk}/").json()
+    assert SECRETS["reference_answer"] in data["final_answer"]
+    assert data["steps"][0]["tool_arguments"] == {"serial": f"{SECRETS['gold_argument']}-arena"}
+    assert data["metadata"]["injected_fault"]["seed"] == 3
 
 
 def test_viewer_diagnosis_and_proposal_keep_counts_and_drop_quotes(scene, viewer_api):
@@ -381,6 +451,16 @@ def test_no_console_page_shows_a_viewer_evaluation_gold_data(scene, viewer):
         assert response.status_code == (403 if url in refused else 200), (url, response.status_code)
         body = response.content.decode()
         assert not leaked(body), (url, leaked(body))
+
+
+def test_viewer_replay_of_a_fault_run_names_the_fault_only(scene, viewer, reviewer):
+    page = reverse("trajectory-detail", args=[scene["oracle"].pk])
+    body = signed_in(viewer).get(page).content.decode()
+    assert 'id="oracle-hidden"' in body and 'id="injected-fault"' in body
+    assert "wrong argument" in body and "at gold step 0" in body
+    assert not leaked(body)
+    full = signed_in(reviewer).get(page).content.decode()
+    assert 'id="oracle-hidden"' not in full and f"{SECRETS['gold_argument']}-arena" in full
 
 
 def test_viewer_console_shows_the_note_and_keeps_train_answers(scene, viewer):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -10,6 +12,7 @@ from arena.models import EvolutionRound, ExpansionProposal, FailureLabel
 from arena.rounds import review_proposal, start_round
 from aw_site.models import Job
 from environments.registry import record_package
+from tasks.models import Task
 from tasks.service import synthesize_tasks
 from tests.support.sample_package import build_sample_package
 from tests.support.training import QUICK_TRAINING
@@ -79,7 +82,13 @@ def test_round_waits_for_review_then_expands_and_trains(arena_world, reviewer):
     assert created and first.result["tasks_created"] == len(created)
     links = done.training_run.task_links.all()
     from_expansion = {link.task_id for link in links if link.source == "expansion"}
-    assert from_expansion == set(created)
+    # The round's training options cap expansion tasks per environment (a CPU budget).
+    cap = QUICK_TRAINING["tasks_per_environment"]
+    per_environment = Counter(
+        Task.objects.filter(pk__in=created).values_list("environment_id", flat=True)
+    )
+    assert from_expansion <= set(created)
+    assert len(from_expansion) == sum(min(cap, n) for n in per_environment.values())
     assert {link.proposal for link in links if link.source == "expansion"} == {first.pk}
     assert any(link.source == "replay" for link in links)
     assert done.trained_policy is not None and done.trained_policy.parent == arena_world

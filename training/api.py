@@ -22,6 +22,7 @@ from training.models import (
     Trajectory,
 )
 from training.service import ensure_env_policy
+from training.trajectory_privacy import redact_steps, redacted_fields, redaction_for
 
 
 class PolicySerializer(serializers.ModelSerializer):
@@ -193,7 +194,8 @@ class StepSerializer(serializers.ModelSerializer):
 
 
 class TrajectorySerializer(serializers.ModelSerializer):
-    """A trajectory; on evaluation tasks a viewer gets the reward's scores without reasons."""
+    """A trajectory; on evaluation tasks a viewer gets the reward's scores without reasons and
+    the run with its task's gold values masked (``training.trajectory_privacy``)."""
 
     labels = serializers.SerializerMethodField()
 
@@ -227,6 +229,11 @@ class TrajectorySerializer(serializers.ModelSerializer):
         split = getattr(instance, "task_split", None) or instance.task.split
         if hides_answers(request_user(self.context), split):
             data["reward"] = public_reward(instance.reward)
+            redaction = redaction_for(request_user(self.context), instance)
+            data.update(redacted_fields(redaction, instance))
+            if "steps" in data:
+                steps = sorted(instance.steps.all(), key=lambda step: step.index)
+                data["steps"] = StepSerializer(redact_steps(redaction, steps), many=True).data
         return data
 
 
@@ -337,10 +344,12 @@ class TrajectoryFilter(django_filters.FilterSet):
 
 
 class TrajectoryViewSet(viewsets.ReadOnlyModelViewSet):
-    # The serializer shows task, environment and policy as ids; the task's split (one join)
-    # decides whether a viewer sees the reward reasons.
-    queryset = Trajectory.objects.prefetch_related("failure_labels").annotate(
-        task_split=F("task__split")
+    # The serializer shows task, environment and policy as ids; the task (its split and gold
+    # values) and the policy's kind decide what a viewer sees, in the same query.
+    queryset = (
+        Trajectory.objects.select_related("task", "policy")
+        .prefetch_related("failure_labels")
+        .annotate(task_split=F("task__split"))
     )
     filterset_class = TrajectoryFilter
     ordering_fields = ["created_at", "total_reward"]

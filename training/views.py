@@ -20,6 +20,7 @@ from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, pub
 from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
 from training.training_set import training_set_summary
 from training.trajectory_comparison import comparison_for
+from training.trajectory_privacy import redact_steps, redacted_fields, redaction_for
 
 TRAJECTORIES_PER_PAGE = 40
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
@@ -144,7 +145,9 @@ def trajectory_detail(request, pk: int):
     trajectory = get_object_or_404(
         Trajectory.objects.select_related("task", "environment", "policy", "training_run"), pk=pk
     )
-    steps = list(trajectory.steps.order_by("index"))
+    stored_steps = list(trajectory.steps.order_by("index"))
+    redaction = redaction_for(request.user, trajectory)
+    steps = redact_steps(redaction, stored_steps)
     for step in steps:
         step.arguments_json = _pretty(step.tool_arguments)
         step.result_json = _pretty(step.tool_result)
@@ -158,7 +161,7 @@ def trajectory_detail(request, pk: int):
         if isinstance(link, dict):
             link["arguments_json"] = _pretty(link.get("arguments"))
     called = [s.tool_name for s in steps if s.tool_name]
-    comparison = comparison_for(request.user, trajectory, steps)
+    comparison = comparison_for(request.user, trajectory, stored_steps)
     for row in comparison["steps"]:
         row["gold_arguments_json"] = _pretty(row.get("gold_arguments"))
         row["agent_arguments_json"] = _pretty(row.get("agent_arguments"))
@@ -186,7 +189,10 @@ def trajectory_detail(request, pk: int):
         "comparison": comparison,
         "reward": reward_breakdown(reward, trajectory.total_reward),
         "labels": labels,
-        "final_diff_json": _pretty(trajectory.state_diff),
+        "shown": redacted_fields(redaction, trajectory),
+        "oracle_hidden": redaction.hidden and redaction.oracle,
+        "injected_fault": redaction.metadata(trajectory.metadata).get("injected_fault"),
+        "final_diff_json": _pretty(redaction.value(trajectory.state_diff)),
         "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),
     }
     return render(request, "training/trajectory_detail.html", context)

@@ -1,0 +1,147 @@
+"""What a viewer may see of a trajectory on an evaluation task.
+
+A trajectory can give the gold data away as surely as the task's own fields can: an agent that
+solved an arena task wrote the answer, its reads returned the gold results, and a fault-injection
+policy *is* the gold chain played back with one fault. So for a viewer (``hides_answers``) of an
+evaluation task:
+
+- a fault-injection policy's run shows only the shape of each step (role, error kind, timing)
+  and the fault it injected (kind and gold step index): its calls, arguments, results, messages,
+  state diffs and final answer are the gold run's;
+- any other policy's run has the gold values of its task (answer, gold arguments and results,
+  expected diff) masked wherever they occur, and its final answer hidden whenever the answer
+  earned any credit (a partly right answer quotes part of the gold one).
+
+Reviewers, admins and non-evaluation tasks see everything. The API and the replay page both use
+``redact_trajectory`` and ``redact_steps``, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from copy import copy
+from dataclasses import dataclass
+from typing import Any
+
+from tasks.privacy import HIDDEN_NOTE, MASK, gold_secrets, mask_secrets
+
+# Step fields that carry what the agent did and saw.
+STEP_PAYLOAD = ("content", "tool_name", "tool_arguments", "raw_tool_call", "tool_result", "error")
+STEP_DIFF = "state_diff"
+# What a viewer keeps of an injected fault's record.
+PUBLIC_FAULT_KEYS = ("fault", "gold_step")
+
+
+def is_oracle_run(policy_kind: str) -> bool:
+    """A policy that reads the gold chain to act (fault injection replays it with one fault)."""
+    from training.models import Policy
+
+    return policy_kind == Policy.Kind.FAULT_INJECTION
+
+
+@dataclass(frozen=True)
+class TrajectoryRedaction:
+    """How one trajectory is shown to one user: as stored, masked, or reduced to its shape."""
+
+    hidden: bool  # the user may not see this task's gold data
+    oracle: bool  # the run is the gold run itself (a fault-injection policy)
+    secrets: frozenset[str]  # gold values to mask in a non-oracle run
+    answer_earned_credit: bool
+
+    def value(self, value: Any) -> Any:
+        """A step or trajectory value as this user may see it."""
+        if not self.hidden:
+            return value
+        if self.oracle:
+            return MASK if value not in (None, "", {}, []) else value
+        return mask_value(value, self.secrets)
+
+    def final_answer(self, answer: str) -> str:
+        if not self.hidden or not answer:
+            return answer
+        if self.oracle or self.answer_earned_credit:
+            return HIDDEN_NOTE
+        return mask_secrets(answer, self.secrets)
+
+    def metadata(self, metadata: Any) -> dict[str, Any]:
+        """Policy metadata: a viewer keeps the injected fault's kind and gold step only."""
+        if not isinstance(metadata, dict):
+            return {}
+        if not self.hidden:
+            return metadata
+        fault = metadata.get("injected_fault")
+        if isinstance(fault, dict):
+            return {"injected_fault": {k: fault[k] for k in PUBLIC_FAULT_KEYS if k in fault}}
+        return {}
+
+
+def mask_value(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` with every text or number that quotes a secret masked, structure kept."""
+    secrets = frozenset(secrets)
+    if not secrets:
+        return value
+    if isinstance(value, dict):
+        return {key: mask_value(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_value(item, secrets) for item in value]
+    if isinstance(value, str):
+        return mask_secrets(value, secrets)
+    if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in secrets:
+        return MASK
+    return value
+
+
+def _answer_score(reward: Any) -> float:
+    if not isinstance(reward, dict):
+        return 0.0
+    components = reward.get("components") if isinstance(reward.get("components"), dict) else reward
+    answer = components.get("answer") if isinstance(components, dict) else None
+    score = answer.get("score") if isinstance(answer, dict) else answer
+    applicable = answer.get("applicable", True) if isinstance(answer, dict) else True
+    return float(score) if isinstance(score, int | float) and applicable else 0.0
+
+
+def _tool_names(task: Any) -> set[str]:
+    """Tool names are public (every task lists its tools); only gold values are masked."""
+    chain = task.gold_chain if isinstance(task.gold_chain, list) else []
+    return {str(link.get("tool")) for link in chain if isinstance(link, dict)}
+
+
+def redaction_for(user: Any, trajectory: Any) -> TrajectoryRedaction:
+    """The redaction of ``trajectory`` (with its task and policy) for ``user``."""
+    from tasks.privacy import hides_answers
+
+    task = trajectory.task
+    hidden = hides_answers(user, getattr(trajectory, "task_split", None) or task.split)
+    if not hidden:
+        return TrajectoryRedaction(False, False, frozenset(), False)
+    return TrajectoryRedaction(
+        hidden=True,
+        oracle=is_oracle_run(trajectory.policy.kind),
+        secrets=frozenset(gold_secrets([task]) - _tool_names(task)),
+        answer_earned_credit=bool(trajectory.success) or _answer_score(trajectory.reward) > 0,
+    )
+
+
+def redact_step(redaction: TrajectoryRedaction, step: Any) -> Any:
+    """A copy of a stored step (model instance) with what the user may not see replaced."""
+    if not redaction.hidden:
+        return step
+    shown = copy(step)  # a view of the row, never saved
+    for field in (*STEP_PAYLOAD, STEP_DIFF):
+        if field != "tool_name" or redaction.oracle:  # the gold chain's order is gold data
+            setattr(shown, field, redaction.value(getattr(step, field)))
+    return shown
+
+
+def redact_steps(redaction: TrajectoryRedaction, steps: Iterable[Any]) -> list[Any]:
+    return [redact_step(redaction, step) for step in steps]
+
+
+def redacted_fields(redaction: TrajectoryRedaction, trajectory: Any) -> dict[str, Any]:
+    """The trajectory-level fields a user may see: final answer, final diff, metadata."""
+    return {
+        "final_answer": redaction.final_answer(trajectory.final_answer),
+        "state_diff": redaction.value(trajectory.state_diff),
+        "metadata": redaction.metadata(trajectory.metadata),
+    }
