@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from arena import round_machine
 from arena.models import EvolutionRound, ExpansionProposal
 from arena.rounds import advance_round, fail_round
@@ -28,28 +30,42 @@ def _run_step(
     return result
 
 
-@job("arena.evaluate", queue=Job.Queue.DEFAULT)
+def _round_given_up(arguments: dict[str, Any], reason: str) -> None:
+    """The step's worker died on its last attempt: the round fails, with its training run."""
+    from training.models import TrainingRun
+
+    evolution_round = EvolutionRound.objects.filter(pk=arguments.get("round")).first()
+    if evolution_round is None:
+        return
+    fail_round(evolution_round, reason)
+    TrainingRun.objects.filter(
+        pk=evolution_round.training_run_id,
+        status__in=[TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING],
+    ).update(status=TrainingRun.Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+
+
+@job("arena.evaluate", queue=Job.Queue.DEFAULT, on_give_up=_round_given_up)
 def evaluate_round(ctx: JobContext, round: int) -> dict[str, Any]:
     from arena.steps import evaluate
 
     return _run_step(ctx, round, round_machine.EVALUATING, evaluate, round_machine.EVALUATED)
 
 
-@job("arena.diagnose", queue=Job.Queue.DEFAULT)
+@job("arena.diagnose", queue=Job.Queue.DEFAULT, on_give_up=_round_given_up)
 def diagnose_round(ctx: JobContext, round: int) -> dict[str, Any]:
     from arena.steps import diagnose
 
     return _run_step(ctx, round, round_machine.DIAGNOSING, diagnose, round_machine.DIAGNOSED)
 
 
-@job("arena.expand", queue=Job.Queue.DEFAULT)
+@job("arena.expand", queue=Job.Queue.DEFAULT, on_give_up=_round_given_up)
 def expand_round(ctx: JobContext, round: int) -> dict[str, Any]:
     from arena.steps import expand
 
     return _run_step(ctx, round, round_machine.EXPANDING, expand, round_machine.EXPANDED)
 
 
-@job("arena.train", queue=Job.Queue.GPU)
+@job("arena.train", queue=Job.Queue.GPU, on_give_up=_round_given_up)
 def train_round(ctx: JobContext, round: int) -> dict[str, Any]:
     from arena.steps import train
 

@@ -74,21 +74,29 @@ def this_attempt(job_id: int, attempts: int) -> models.QuerySet:
     return Job.objects.filter(pk=job_id, state=Job.State.RUNNING, attempts=attempts)
 
 
+GiveUpHook = Callable[[dict[str, Any], str], None]
+
+
 @dataclass(frozen=True)
 class JobSpec:
     kind: str
     queue: str
     function: Callable[..., dict[str, Any] | None]
+    # Called with the job's arguments and the reason once its worker died on the last attempt:
+    # the job never ran to an end, so what it drives (a round, a training run) is failed here.
+    on_give_up: GiveUpHook | None = None
 
 
 _REGISTRY: dict[str, JobSpec] = {}
 
 
-def job(kind: str, queue: str = Job.Queue.DEFAULT) -> Callable:
+def job(
+    kind: str, queue: str = Job.Queue.DEFAULT, on_give_up: GiveUpHook | None = None
+) -> Callable:
     """Register ``function(ctx, **arguments)`` as the job of this kind."""
 
     def register(function: Callable[..., dict[str, Any] | None]) -> Callable:
-        _REGISTRY[kind] = JobSpec(kind=kind, queue=queue, function=function)
+        _REGISTRY[kind] = JobSpec(kind=kind, queue=queue, function=function, on_give_up=on_give_up)
         return function
 
     return register
@@ -366,11 +374,9 @@ def recover_lost_job(record: Job, reason: str) -> str:
     # Only the state and attempt that were read: a job retried meanwhile is not retried twice.
     still = Job.objects.filter(pk=record.pk, state=record.state, attempts=record.attempts)
     if record.attempts >= settings.AW_JOB_MAX_ATTEMPTS:
-        still.update(
-            state=Job.State.FAILED,
-            error=f"{reason}; gave up after {record.attempts} attempts",
-            finished_at=timezone.now(),
-        )
+        error = f"{reason}; gave up after {record.attempts} attempts"
+        if still.update(state=Job.State.FAILED, error=error, finished_at=timezone.now()):
+            _give_up(record, error)
         return Job.State.FAILED
     updated = still.update(
         state=Job.State.RETRYING,
@@ -380,6 +386,17 @@ def recover_lost_job(record: Job, reason: str) -> str:
     if updated:
         transaction.on_commit(lambda: dispatch(record.pk))
     return Job.State.RETRYING
+
+
+def _give_up(record: Job, error: str) -> None:
+    """Tell what the job drives that it failed (a hook's own failure is logged, not raised:
+    the reaper goes on with the other jobs)."""
+    try:
+        hook = job_spec(record.kind).on_give_up
+        if hook is not None:
+            hook(dict(record.arguments or {}), error)
+    except Exception:
+        logger.exception("job %s (%s): its give-up hook failed", record.pk, record.kind)
 
 
 def recover_in_process_jobs() -> list[int]:

@@ -111,3 +111,51 @@ def test_recovering_a_job_read_before_its_retry_leaves_the_retry_alone():
     recover_lost_job(seen_by_reaper, "no heartbeat")
     job.refresh_from_db()
     assert job.state == Job.State.RUNNING and job.attempts == 2 and "retrying" not in job.message
+
+
+def test_a_round_whose_step_worker_died_on_its_last_attempt_fails_with_its_training_run(
+    settings,
+):
+    from arena.models import EvolutionRound
+    from tests.support import factories
+    from training.models import TrainingRun
+
+    run = factories.make_training_run(status=TrainingRun.Status.RUNNING, metrics=0)
+    evolution_round = factories.make_round(status=EvolutionRound.Status.TRAINING, training_run=run)
+    job = make_job(
+        kind="arena.train",
+        arguments={"round": evolution_round.pk},
+        state=Job.State.RUNNING,
+        attempts=settings.AW_JOB_MAX_ATTEMPTS,
+    )
+    assert recover_lost_job(job, "no heartbeat from worker-a") == Job.State.FAILED
+    evolution_round.refresh_from_db()
+    run.refresh_from_db()
+    assert evolution_round.status == EvolutionRound.Status.FAILED
+    assert "no heartbeat from worker-a" in evolution_round.failure_reason
+    assert run.status == TrainingRun.Status.FAILED and "gave up after" in run.failure_reason
+
+
+def test_a_training_run_whose_worker_died_on_its_last_attempt_is_failed(settings):
+    from tests.support import factories
+    from training.models import TrainingRun
+
+    run = factories.make_training_run(status=TrainingRun.Status.RUNNING, metrics=0)
+    job = make_job(
+        kind="training.train",
+        arguments={"run": run.pk},
+        state=Job.State.RUNNING,
+        attempts=settings.AW_JOB_MAX_ATTEMPTS,
+    )
+    recover_lost_job(job, "worker-b restarted while the job ran")
+    run.refresh_from_db()
+    assert run.status == TrainingRun.Status.FAILED
+    assert "worker-b restarted" in run.failure_reason and run.finished_at is not None
+    # A retry that is not the last one leaves the run to its next attempt.
+    retried = factories.make_training_run(status=TrainingRun.Status.RUNNING, metrics=0)
+    job = make_job(
+        kind="training.train", arguments={"run": retried.pk}, state=Job.State.RUNNING, attempts=1
+    )
+    recover_lost_job(job, "worker-b restarted while the job ran")
+    retried.refresh_from_db()
+    assert retried.status == TrainingRun.Status.RUNNING

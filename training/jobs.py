@@ -12,7 +12,14 @@ from training.models import TrainingRun
 from training.service import train
 
 
-@job("training.train", queue=Job.Queue.GPU)
+def _run_given_up(arguments: dict[str, Any], reason: str) -> None:
+    """The run's worker died on its last attempt: the run is failed, not left running."""
+    TrainingRun.objects.filter(
+        pk=arguments.get("run"), status__in=[TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING]
+    ).update(status=TrainingRun.Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+
+
+@job("training.train", queue=Job.Queue.GPU, on_give_up=_run_given_up)
 def train_job(ctx: JobContext, run: int) -> dict[str, Any]:
     record = TrainingRun.objects.select_related("base_policy").get(pk=run)
     if record.status == TrainingRun.Status.SUCCEEDED:
