@@ -111,6 +111,19 @@ def test_bad_input_gets_400_with_message_and_changes_nothing(reviewer_api, verif
         "/api/training-runs/", {"base_policy": policy.pk, "config": {"bogus": 1}}, format="json"
     )
     assert response.status_code == 400 and "bogus: unknown option" in response.json()["error"]
+    # Policies without weights are refused before a job is queued, each with its reason.
+    for kind, extra, reason in (
+        (Policy.Kind.GOLD, {}, "has no weights to train"),
+        (Policy.Kind.FAULT_INJECTION, {}, "has no weights to train"),
+        (Policy.Kind.OPENAI, {"base_url": "http://llm:8000/v1"}, "serves_checkpoint"),
+    ):
+        untrainable = Policy.objects.create(name=f"no-weights-{kind}", kind=kind, **extra)
+        response = reviewer_api.post(
+            "/api/training-runs/", {"base_policy": untrainable.pk}, format="json"
+        )
+        assert response.status_code == 400, (kind, response.content)
+        assert reason in response.json()["error"], (kind, response.json())
+        untrainable.delete()
     malformed = reviewer_api.generic(
         "POST", "/api/policies/", "{not json", content_type="application/json"
     )

@@ -97,7 +97,7 @@ def test_home_overview(signed_in):
 
 @pytest.mark.django_db
 def test_a_reviewer_starts_a_training_run_from_the_console(client, reviewer, viewer):
-    policy = factories.make_policy()
+    policy = factories.make_policy(kind="local_hf")
     environment = factories.make_environment()
     url = reverse("training-run-new")
     client.force_login(viewer)
@@ -110,6 +110,10 @@ def test_a_reviewer_starts_a_training_run_from_the_console(client, reviewer, vie
     assert bad.status_code == 400 and TrainingRun.objects.count() == 0
     page = bad.content.decode()
     assert "num_generations" in page and "greater than or equal to 2" in page
+    replay = factories.make_policy(kind="fault_injection")
+    refused = client.post(url, {"base_policy": replay.pk, "environments": [environment.pk]})
+    assert refused.status_code == 400 and TrainingRun.objects.count() == 0
+    assert "has no weights to train" in refused.content.decode()
     good = client.post(
         url,
         {

@@ -280,7 +280,7 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        from training.service import start_training_run
+        from training.service import UntrainablePolicy, start_training_run
 
         data = serializer.validated_data
         try:
@@ -290,6 +290,8 @@ class TrainingRunViewSet(viewsets.ModelViewSet):
                 data.get("environments") or [],
                 data.get("config") or {},
             )
+        except UntrainablePolicy as exc:
+            raise serializers.ValidationError({"base_policy": str(exc)}) from exc
         except ValueError as exc:
             raise serializers.ValidationError({"environments": str(exc)}) from exc
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -323,6 +323,27 @@ def training_tasks(
     return tasks
 
 
+class UntrainablePolicy(ValueError):
+    """The base policy of a run has no weights to train."""
+
+
+def untrainable_reason(policy: Policy) -> str | None:
+    """Why ``policy`` cannot be a run's base, decided from its kind before a job is queued
+    (whether a served directory exists is the worker's to check: it may be another machine)."""
+    if policy.kind in (Policy.Kind.GOLD, Policy.Kind.FAULT_INJECTION):
+        return (
+            f"{policy} is a {policy.get_kind_display()} policy: it plays the gold chains back and "
+            "has no weights to train; choose a local Hugging Face policy, or an endpoint policy "
+            "that names the checkpoint it serves"
+        )
+    if policy.kind == Policy.Kind.OPENAI and not policy.serves_checkpoint.strip():
+        return (
+            f"{policy} is an endpoint policy that names no checkpoint it serves, so there are no "
+            "weights to train: set its serves_checkpoint"
+        )
+    return None
+
+
 def start_training_run(
     user: Any,
     base_policy: Policy,
@@ -332,9 +353,12 @@ def start_training_run(
     """Create a run and queue its ``training.train`` job (API and console both come here).
 
     ``options`` must already be valid ``RunOptions`` (the callers report errors field by
-    field); environments must be verified."""
+    field); environments must be verified and the policy trainable (``UntrainablePolicy``)."""
     from aw_site.jobs import enqueue
 
+    reason = untrainable_reason(base_policy)
+    if reason:
+        raise UntrainablePolicy(reason)
     unverified = [e.name for e in environments if e.status != Environment.Status.VERIFIED]
     if unverified:
         raise ValueError(f"training uses verified environments only: {', '.join(unverified)}")

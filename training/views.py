@@ -365,7 +365,7 @@ def training_run_new(request):
     """Start a training run: base policy, environments, options (SFT, GRPO, token budgets,
     bf16, gradient checkpointing, LoRA, vLLM, held-out evaluation)."""
     from training.run_options import RunOptions, ValidationError, option_errors
-    from training.service import start_training_run
+    from training.service import UntrainablePolicy, start_training_run
 
     if request.method == "GET":
         return render(request, "training/run_new.html", _new_run_context())
@@ -385,6 +385,8 @@ def training_run_new(request):
     if not errors:
         try:
             run = start_training_run(request.user, policy, environments, options)
+        except UntrainablePolicy as exc:
+            errors["base_policy"] = str(exc)
         except ValueError as exc:
             errors["environments"] = str(exc)
         else:
