@@ -50,6 +50,10 @@ SCORED_LABELS: tuple[str, ...] = tuple(
     label for label in ERROR_LABELS if any(label in e for e in EXPECTED_LABELS.values())
 )
 TARGET = 0.9
+# A label's figures count toward the verdict once this many episodes expected it: below that,
+# one lucky episode would read as a recall of 1.0.
+MIN_EXPECTED = 10
+MET, BELOW, TOO_FEW, NOT_MEASURED = "met", "below", "too_few", "not_measured"
 
 
 @dataclass(frozen=True)
@@ -114,20 +118,58 @@ class Calibration:
     unscored_labels: dict[str, int]
     without_fault: int = 0  # episodes of the evaluation that carried no injected-fault record
 
+    # The same figures as a round sees them: diagnosis labels failed episodes only, so a fault
+    # the reward still scored as solved is never labelled (it escapes diagnosis).
+    round_labels: list[LabelFigures] = field(default_factory=list)
+    escaped: int = 0  # fault episodes the reward scored as solved
+
+    @property
+    def measured_labels(self) -> list[str]:
+        """Labels expected by at least ``MIN_EXPECTED`` episodes: the ones the verdict reads."""
+        return [
+            f.label for f in self.labels if f.true_positives + f.false_negatives >= MIN_EXPECTED
+        ]
+
+    @property
+    def verdict(self) -> str:
+        """``met``: recall and precision at the target wherever at least ``MIN_EXPECTED``
+        episodes expected (recall) or got (precision) a label, and no clean run labelled;
+        ``below``: any of those fails; ``too_few``: nothing fails but some label was expected
+        or found in fewer than ``MIN_EXPECTED`` episodes (or none in enough);
+        ``not_measured``: no episode carries an injected fault (an ordinary policy)."""
+        if not self.episodes:
+            return NOT_MEASURED
+        below = self.clean_with_labels > 0
+        sparse = judged = False
+        for f in self.labels:
+            for count, figure in (
+                (f.true_positives + f.false_negatives, f.recall),
+                (f.true_positives + f.false_positives, f.precision),
+            ):
+                if count >= MIN_EXPECTED:
+                    judged = True
+                    below = below or (figure or 0) < TARGET
+                elif count:
+                    sparse = True
+        if below:
+            return BELOW
+        return TOO_FEW if sparse or not judged else MET
+
     @property
     def meets_target(self) -> bool:
-        return self.clean_with_labels == 0 and all(
-            (f.precision or 0) >= TARGET and (f.recall or 0) >= TARGET
-            for f in self.labels
-            if f.true_positives + f.false_negatives
-        )
+        return self.verdict == MET
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "episodes": self.episodes,
             "target": TARGET,
+            "min_expected": MIN_EXPECTED,
+            "verdict": self.verdict,
             "meets_target": self.meets_target,
+            "measured_labels": self.measured_labels,
             "labels": [f.to_dict() for f in self.labels],
+            "round_labels": [f.to_dict() for f in self.round_labels],
+            "escaped": self.escaped,
             "faults": [f.to_dict() for f in self.faults],
             "clean_episodes": self.clean_episodes,
             "clean_with_labels": self.clean_with_labels,
@@ -161,17 +203,17 @@ def episode_of(
     )
 
 
-def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) -> Calibration:
-    """Per-label precision and recall of the found labels against the injected faults."""
-    episodes = list(episodes)
+def label_figures(
+    episodes: Iterable[CalibrationEpisode], failed_only: bool = False
+) -> tuple[list[LabelFigures], Counter[str]]:
+    """Per scored label: found right, found wrongly, missed; and the unscored labels found.
+    ``failed_only``: a solved episode counts as labelled with nothing (as a round diagnoses)."""
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
     unscored: Counter[str] = Counter()
-    by_fault: dict[str, list[CalibrationEpisode]] = {}
     for episode in episodes:
-        by_fault.setdefault(episode.fault, []).append(episode)
-        found = set(episode.labels)
+        found = set() if failed_only and episode.success else set(episode.labels)
         for label in found:
             if label not in SCORED_LABELS:
                 unscored[label] += 1
@@ -181,6 +223,19 @@ def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) ->
                 fp[label] += 1
         for label in episode.expected - found:
             fn[label] += 1
+    rows = [LabelFigures(label, tp[label], fp[label], fn[label]) for label in SCORED_LABELS]
+    return rows, unscored
+
+
+def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) -> Calibration:
+    """Per-label precision and recall of the found labels against the injected faults, by the
+    detectors on every episode and as a round's diagnosis sees them (failed episodes only)."""
+    episodes = list(episodes)
+    labels, unscored = label_figures(episodes)
+    round_labels, _ = label_figures(episodes, failed_only=True)
+    by_fault: dict[str, list[CalibrationEpisode]] = {}
+    for episode in episodes:
+        by_fault.setdefault(episode.fault, []).append(episode)
     fault_rows = []
     for fault in (*faults.FAULTS, faults.NO_FAULT):
         members = by_fault.get(fault, [])
@@ -202,12 +257,14 @@ def calibrate(episodes: Iterable[CalibrationEpisode], without_fault: int = 0) ->
     clean = by_fault.get(faults.NO_FAULT, [])
     return Calibration(
         episodes=len(episodes),
-        labels=[LabelFigures(label, tp[label], fp[label], fn[label]) for label in SCORED_LABELS],
+        labels=labels,
         faults=fault_rows,
         clean_episodes=len(clean),
         clean_with_labels=sum(1 for e in clean if e.labels),
         unscored_labels=dict(sorted(unscored.items())),
         without_fault=without_fault,
+        round_labels=round_labels,
+        escaped=sum(1 for e in episodes if e.success and e.fault != faults.NO_FAULT),
     )
 
 

@@ -80,10 +80,19 @@ def main() -> int:
     for row in result.faults:
         other = ", ".join(f"{k} {v}" for k, v in row.other_labels.items()) or "–"
         print(f"| {row.fault} | {row.episodes} | {row.recovered} | {row.exact} | {other} |")
+    print("\nAs a round diagnoses (failed episodes only; solved ones count as missed):\n")
+    print("| label | precision | recall | missed |")
+    print("| --- | ---: | ---: | ---: |")
+    for row in result.round_labels:
+        if row.true_positives + row.false_positives + row.false_negatives:
+            print(
+                f"| {row.label} | {_figure(row.precision)} | {_figure(row.recall)} | "
+                f"{row.false_negatives} |"
+            )
     print(
         f"\nclean gold runs: {result.clean_episodes}, with any label: {result.clean_with_labels}; "
-        f"unscored labels: {result.unscored_labels or '–'}; "
-        f"target met: {'yes' if result.meets_target else 'NO'}"
+        f"fault episodes solved anyway (escape a round's diagnosis): {result.escaped}; "
+        f"unscored labels: {result.unscored_labels or '–'}; verdict: {result.verdict}"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2))

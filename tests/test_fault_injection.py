@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from arena.calibration import EXPECTED_LABELS, TARGET, calibrate
+from arena.calibration import EXPECTED_LABELS, TARGET, CalibrationEpisode, calibrate
 from arena.calibration_run import play_faults, synthesize_calibration_tasks
 from environments.runtime import SandboxPool, load_package
 from tasks.models import Task
@@ -110,6 +110,34 @@ def test_the_fault_labels_are_recovered_on_a_small_catalogue(small_catalogue):
         assert row.recovered >= TARGET * row.episodes, row
 
 
+def _episodes(fault: str, count: int, labels: tuple[str, ...], success: bool = False):
+    return [CalibrationEpisode(fault, labels, success=success) for _ in range(count)]
+
+
+def test_the_verdict_needs_enough_episodes_and_judges_every_measured_label():
+    assert calibrate([]).verdict == "not_measured" and not calibrate([]).meets_target
+    clean = _episodes(NO_FAULT, 12, ())
+    right = _episodes("wrong_final_answer", 12, ("wrong_answer",))
+    assert calibrate(right + clean).verdict == "met"
+    assert calibrate(right[:3] + clean).verdict == "too_few"  # recall 1.0 of three episodes
+    missed = right[:10] + _episodes("wrong_final_answer", 2, ())
+    assert calibrate(missed + clean).verdict == "below"  # recall 10/12
+    wrongly = _episodes("premature_answer", 10, ("premature_answer", "wrong_answer"))
+    assert calibrate(right + wrongly + clean).verdict == "below"  # wrong_answer precision 12/22
+    labelled_clean = clean[:11] + _episodes(NO_FAULT, 1, ("wrong_answer",))
+    assert calibrate(right + labelled_clean).verdict == "below"
+
+
+def test_a_fault_the_reward_scores_as_solved_escapes_a_rounds_diagnosis():
+    loops = _episodes("repeated_call_loop", 12, ("repeated_call_loop",), success=True)
+    result = calibrate(loops + _episodes("wrong_final_answer", 12, ("wrong_answer",)))
+    detectors = {row.label: row for row in result.labels}
+    in_rounds = {row.label: row for row in result.round_labels}
+    assert detectors["repeated_call_loop"].recall == 1.0
+    assert in_rounds["repeated_call_loop"].recall == 0.0  # a round labels failed episodes only
+    assert in_rounds["wrong_answer"].recall == 1.0 and result.escaped == 12
+
+
 # --- through the database: the API and the console --------------------------------------------
 
 
@@ -183,6 +211,8 @@ def test_an_evaluation_of_the_policy_is_calibrated_from_the_api(
             assert labels[label]["true_positives"] >= 1, (fault, label)
             assert labels[label]["recall"] is not None
     assert data["clean_with_labels"] == 0
+    assert data["verdict"] == "too_few" and data["meets_target"] is False
+    assert {row["label"] for row in data["round_labels"]} == set(labels)
     # viewers read the figures (counts and label names: no gold data); others may not
     shown = viewer_api.get(url)
     assert shown.status_code == 200 and shown.json() == data
@@ -205,9 +235,13 @@ def test_the_console_shows_the_calibration_and_registers_fault_policies(
     body = page.content.decode()
     assert page.status_code == 200
     assert 'id="calibration-labels"' in body and 'id="calibration-faults"' in body
-    assert 'id="clean-with-labels">0<' in body
+    assert 'id="clean-with-labels">0<' in body and 'id="calibration-round-labels"' in body
+    assert 'data-verdict="too_few"' in body  # six episodes judge no label
     round_page = client.get(reverse("round-detail", args=[calibrated.round.number]))
     assert 'id="calibration-link"' in round_page.content.decode()
+    ordinary = factories.make_evaluation(factories.make_round(policy=factories.make_policy()))
+    empty = client.get(reverse("evaluation-calibration", args=[ordinary.pk])).content.decode()
+    assert 'data-verdict="not_measured"' in empty and 'id="calibration-empty"' in empty
     form = {"name": "console-faults", "fault": "wrong_write", "seed": "3", "clean_share": "0"}
     assert client.post(reverse("policy-create-fault"), form).status_code == 403
     client.force_login(reviewer)
