@@ -162,6 +162,18 @@ def test_fault_policies_are_registered_by_reviewers_with_a_checked_config(review
         format="json",
     )
     assert bad.status_code == 400 and "fault" in bad.json()["detail"]["config"][0]
+    for config, problem in (
+        ({"seed": "7"}, "seed: Input should be a valid integer"),
+        ({"seed": True}, "seed: Input should be a valid integer"),
+        ([1], "must be a JSON object"),
+    ):
+        response = reviewer_api.post(
+            "/api/policies/",
+            {"name": "f5", "kind": "fault_injection", "config": config},
+            format="json",
+        )
+        assert response.status_code == 400, config
+        assert response.json()["detail"]["config"] == [problem], response.json()
     wrong_kind = reviewer_api.post(
         "/api/policies/",
         {"name": "f3", "kind": "gold", "config": {"seed": 1}},

@@ -85,12 +85,14 @@ def validate_policy_fields(attrs: dict) -> dict:
 
         from training.policies.fault_injection import FaultConfig
 
-        try:
-            attrs["config"] = FaultConfig.model_validate(attrs.get("config") or {}).model_dump()
+        config = attrs.get("config") or {}
+        if not isinstance(config, dict):
+            raise serializers.ValidationError({"config": "must be a JSON object"})
+        try:  # strict: "7" or true is no seed (the console form converts its text first)
+            attrs["config"] = FaultConfig.model_validate(config, strict=True).model_dump()
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
-                for e in exc.errors()
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
             )
             raise serializers.ValidationError({"config": problems}) from exc
     elif attrs.get("config"):

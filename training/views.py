@@ -455,9 +455,12 @@ def fault_policy_create(request):
         for k in ("name", "fault", "seed", "clean_share", "description")
     }
     config: dict[str, Any] = {"fault": values["fault"] or None}
-    for key in ("seed", "clean_share"):
+    for key, kind in (("seed", int), ("clean_share", float)):
         if values[key]:
-            config[key] = values[key]  # FaultConfig checks and converts
+            try:
+                config[key] = kind(values[key])
+            except ValueError:
+                config[key] = values[key]  # FaultConfig names the problem
     serializer = PolicySerializer(
         data={
             "name": values["name"],

@@ -28,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.config:
         parser.error("--config is required")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    config = TrainingConfig.from_json(args.config)
+    try:
+        config = TrainingConfig.from_json(args.config)
+    except OSError as exc:
+        parser.error(f"--config {args.config}: {exc.strerror or exc}")
+    except (ValueError, TypeError) as exc:  # bad JSON, unknown fields, a field of a wrong kind
+        parser.error(f"--config {args.config}: {exc} (--print-fields lists the fields)")
 
     def print_metrics(step: int, metrics: dict) -> None:
         print(json.dumps({"step": step, **metrics}, default=str), flush=True)
