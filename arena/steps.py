@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from arena.diagnosis import EvaluatedEpisode
 from arena.diagnosis import diagnose as diagnose_episodes
+from arena.lineage import previous_evaluation
 from arena.models import (
     ArenaEvaluation,
     DiagnosisReport,
@@ -112,11 +113,7 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
             )
     episodes = evaluated_episodes(evaluation)
     board = build_scoreboard(episodes)
-    previous = (
-        ArenaEvaluation.objects.filter(round__number__lt=evolution_round.number)
-        .order_by("-round__number")
-        .first()
-    )
+    previous = previous_evaluation(evolution_round)
     results = board.to_dict()
     evaluation.results = results
     before = Scoreboard.from_dict(previous.results) if previous else None

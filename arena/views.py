@@ -17,6 +17,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 
+from arena.lineage import following_round, is_calibration_round, score_history
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
 from aw_site import charts
 from aw_site.roles import REVIEWER
@@ -233,7 +234,8 @@ def round_list(request):
         evolution_round.mean_score = mean_score(evolution_round.scores)
     context = {
         "rounds": rounds,
-        "scores_chart": mark_safe(scores_chart(rounds)),
+        # The agent's rounds: a calibration round's scores measure diagnosis, not the agent.
+        "scores_chart": mark_safe(scores_chart([r for r in rounds if not is_calibration_round(r)])),
         "policies": _policies_to_start(),
         "job_poll": JOB_POLL,
     }
@@ -268,6 +270,8 @@ def pipeline(evolution_round: EvolutionRound) -> list[dict[str, str]]:
             state = "todo"
         if name == "awaiting_approval" and skipped:
             state = "skipped"
+        if name == "training" and not (evolution_round.config or {}).get("train", True):
+            state = "skipped"  # its job only records that training was off
         stages.append({"name": name, "label": name.replace("_", " "), "state": state})
     return stages
 
@@ -295,8 +299,8 @@ def round_detail(request, number: int):
     analysis = ""
     if report is not None:
         analysis = report.analysis if answers_visible else public_report_analysis(report)
-    history = list(EvolutionRound.objects.filter(number__lte=number).only("number", "scores"))
-    following = EvolutionRound.objects.filter(number=number + 1).first()
+    history = score_history(evolution_round)
+    following = following_round(evolution_round)
     later_report = following.diagnoses.order_by("-created_at").first() if following else None
     later_evaluation = following.evaluations.order_by("-created_at").first() if following else None
     effects = proposal_effects(proposals, evaluation, later_evaluation)

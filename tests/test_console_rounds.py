@@ -265,3 +265,37 @@ def test_round_page_compares_labels_and_each_proposal_with_the_next_round(as_vie
         " → 70% [40%–89%, 10 episodes] in the next round"
     ), effect
     assert "2 training tasks created" in body and "environment version v2" in body
+
+
+@pytest.mark.django_db
+def test_a_calibration_round_is_compared_with_nothing_and_skipped_by_agent_rounds(client, viewer):
+    from arena.lineage import following_round, previous_evaluation, score_history
+
+    agent = factories.make_policy("agent", kind="local_hf")
+    trained = factories.make_policy("agent-trained", kind="local_hf")
+    first = factories.make_round(
+        1, policy=agent, status="done", scores={"Shopping": 0.2}, trained_policy=trained
+    )
+    calibration = factories.make_round(
+        2,
+        policy=factories.make_policy("faults", kind="fault_injection"),
+        status="done",
+        scores={"Shopping": 0.9},
+        config={"train": False},
+    )
+    third = factories.make_round(3, policy=trained, status="done", scores={"Shopping": 0.5})
+    evaluations = {r.number: factories.make_evaluation(r) for r in (first, calibration, third)}
+    assert previous_evaluation(third) == evaluations[1]
+    assert previous_evaluation(calibration) is None
+    assert following_round(first) == third and following_round(calibration) is None
+    assert [r.number for r in score_history(third)] == [1, 3]
+    client.force_login(viewer)
+    page = client.get(reverse("round-detail", args=[3]))
+    (row,) = page.context["scores"]
+    assert row["delta"] == pytest.approx(0.3)  # against round 1, not the calibration round
+    calibrating = client.get(reverse("round-detail", args=[2]))
+    assert calibrating.context["scores"][0]["delta"] is None
+    stages = {s["name"]: s["state"] for s in calibrating.context["stages"]}
+    assert stages["training"] == "skipped"
+    label_mix_after = client.get(reverse("round-detail", args=[1])).context["next_round"]
+    assert label_mix_after == third
