@@ -8,6 +8,7 @@ read-only walks and walks with writes, at every tier.
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 from pathlib import Path
@@ -204,3 +205,64 @@ def test_the_api_validates_the_tier(reviewer_api):
     assert default.validated_data["tier"] == "goal"
     hard = SynthesizeTasksSerializer(data={"environment": environment.pk, "tier": "goal_hard"})
     assert hard.is_valid() and hard.validated_data["tier"] == "goal_hard"
+
+
+LIST_BOOKS = (
+    {
+        "type": "function",
+        "function": {
+            "name": "list_books",
+            "description": "Books in an order, a page at a time.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_by": {"type": "string", "enum": ["price", "title", "stock"]},
+                    "descending": {"type": "boolean"},
+                    "max_price": {"type": "number"},
+                    "limit": {"type": "integer"},
+                },
+                "required": ["order_by"],
+            },
+        },
+    },
+    "read",
+    """
+    def list_books(db, order_by, descending=False, max_price=None, limit=5):
+        if order_by not in ("price", "title", "stock"):
+            raise ValueError(f"cannot order by {order_by!r}")
+        sql = "SELECT id, title, price, stock FROM book"
+        params = []
+        if max_price is not None:
+            sql += " WHERE price <= ?"
+            params.append(max_price)
+        sql += f" ORDER BY {order_by} {'DESC' if descending else 'ASC'}, id LIMIT ?"
+        params.append(limit)
+        return [dict(row) for row in db.execute(sql, params)]
+    """,
+)
+
+
+def test_an_order_is_said_as_an_order_and_never_drafted_as_a_filter(tmp_path, pool):
+    """ "the books whose order by is "price"" reads as a filter no row has: a goal says
+    "ordered by "price"", and an optional order is never drawn as the walk's one filter."""
+    from tasks.synthesis.arguments import sample_arguments
+
+    package = load_package(
+        build_sample_package(tmp_path, name="ordered", extra_tools=[LIST_BOOKS], extra_books=12)
+    )
+    with GraphTaskSynthesizer(package, pool, llm=None, tier="goal") as synthesizer:
+        tasks = synthesizer.synthesize(12, Difficulty(steps=2), seed=4, max_walks=200)
+        view, graph = synthesizer.view, synthesizer.graph
+    listing = [t for t in tasks if any(s["tool"] == "list_books" for s in t.gold_chain)]
+    assert listing, [t.gold_chain for t in tasks]
+    for task in listing:
+        text = task.instruction
+        assert "order by is" not in text and "descending is" not in text, text
+        (step,) = [s for s in task.gold_chain if s["tool"] == "list_books"]
+        assert f'ordered by "{step["arguments"]["order_by"]}"' in text, text
+    node = graph.nodes["list_books"]
+    assert node.params["order_by"].orders and node.params["descending"].orders
+    rng = random.Random(0)
+    drafts = [sample_arguments(view, node, rng, optional_rate=1.0) for _ in range(40)]
+    assert all("descending" not in d for d in drafts)  # an order is no optional filter
+    assert any("max_price" in d for d in drafts)

@@ -74,7 +74,9 @@ def sample_arguments(
             arguments[name] = fixed[name]
             continue
         if not p.required:
-            if p.role in ("limit", "other") or optional_left <= 0 or rng.random() >= optional_rate:
+            if p.role in ("limit", "other") or p.orders:  # no filter: not an optional one
+                continue
+            if optional_left <= 0 or rng.random() >= optional_rate:
                 continue
             optional_left -= 1
         value = sample_param(view, p, rng)

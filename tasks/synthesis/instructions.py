@@ -337,8 +337,8 @@ class GoalPhrases:
             return f"{words(column)} is {fmt(value)}"
         column = _column(node, name)
         shown = self._shown(index, name, arguments)
-        if role == "limit" or name in LIMIT_WORDS:
-            return None
+        if role == "limit" or name in LIMIT_WORDS or (p is not None and p.orders):
+            return None  # no filter: a limit or an order (named with a cut page, see row)
         return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
 
     def _same_row(self, index: int) -> int | None:
@@ -411,9 +411,30 @@ class GoalPhrases:
         if not conds:
             head = f"all {_things(node)}" if many else head
         text = f"{head} whose {' and whose '.join(conds)}" if conds else head
+        text += self._order(index)
         if limit is not None and isinstance(limit, int) and _rows(step) >= limit:
             text += f" (at most {fmt(limit)} of them)"  # a cut page: the bound matters
         return text
+
+    def _order(self, index: int) -> str:
+        """ ", ordered by "elevation_ft" descending": a listing's order, said as an order
+        (not as a filter "whose order by is ..."); the values stay literal."""
+        node = self.node(index)
+        column, rest = None, []
+        for name, value in self.steps[index]["arguments"].items():
+            p = node.params.get(name)
+            if p is None or not p.orders:
+                continue
+            if isinstance(value, bool):
+                reverse = value != (name.lower() in ("ascending",))
+                rest.append("descending" if reverse else "ascending")
+            elif column is None and ("by" in name.lower() or name.lower() in ("sort", "order")):
+                column = fmt(value)
+            else:
+                rest.append(f"({words(name)} {fmt(value)})")
+        if column is None and not rest:
+            return ""
+        return ", ordered" + (f" by {column}" if column else "") + "".join(f" {r}" for r in rest)
 
     def write(self, index: int, arguments: dict[str, Any] | None = None) -> str:
         """An imperative goal for a write step (``arguments``: one branch of a conditional)."""

@@ -45,6 +45,25 @@ ACTION_ALIASES = {
 }
 ROW_ACTIONS = {"get", "search", "list", "create", "update"}
 LIMIT_PARAMS = {"limit", "offset", "page", "page_size", "per_page", "max_results"}
+# Parameters that order a listing: a goal names them only where a cut page makes order matter.
+ORDER_PARAMS = {
+    "order_by",
+    "orderby",
+    "order",
+    "ordering",
+    "sort",
+    "sort_by",
+    "sortby",
+    "sort_order",
+    "sort_dir",
+    "sort_direction",
+    "order_dir",
+    "order_direction",
+    "direction",
+    "descending",
+    "ascending",
+    "reverse",
+}
 TEXT_PARAMS = {"query", "q", "search", "text", "keyword", "term", "name_contains", "contains"}
 DISPLAY_FIELDS = ("name", "title", "full_name", "label", "code", "username", "email")
 ACTION_COLUMNS = ("get", "search", "list", "count", "aggregate", "create", "update", "delete")
@@ -79,6 +98,7 @@ class ParamInfo:
     enum: list[Any] | None = None
     maximum: float | None = None
     default: Any = None
+    orders: bool = False  # sets the order of the rows (order_by, sort, direction), no filter
 
 
 @dataclass
@@ -280,6 +300,7 @@ def describe_param(
         info.default = default_limit(schema.get("description", ""))
     if info.enum:
         info.role = "enum"
+    info.orders = pname.lower() in ORDER_PARAMS
     if pname in LIMIT_PARAMS:
         info.role = "limit"
         return info
