@@ -41,6 +41,22 @@ EMBEDDED_TRAINING = {
 DEMO_USERS = (("admin", ADMIN), ("reviewer", REVIEWER), ("viewer", VIEWER))
 
 
+def quiet_library_progress() -> None:
+    """The loop reports each job's progress in one line; the per-batch bars of datasets,
+    transformers and the hub (loading weights, tokenizing, writing shards) would bury it.
+    AW_LIBRARY_PROGRESS=1 keeps them."""
+    if os.environ.get("AW_LIBRARY_PROGRESS") == "1":
+        return
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    from datasets.utils.logging import disable_progress_bar as quiet_datasets
+    from transformers.utils.logging import disable_progress_bar as quiet_transformers
+
+    quiet_datasets()
+    quiet_transformers()
+
+
 class Command(BaseCommand):
     help = "Build the starter catalogue, synthesize tasks, run evolution rounds, serve the console."
 
@@ -69,6 +85,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "run_embedded is the embedded default: unset CELERY_BROKER_URL, or use the Celery workers"
             )
+        quiet_library_progress()
         self.create_demo_users()
         self.env_policy = ensure_env_policy()
         if self.env_policy is not None:
