@@ -128,18 +128,21 @@ def targeted_tasks(proposals, packages: dict, pool, budget: int, seed: int) -> l
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--packages", default="", help="Starter catalogue dir (default: build).")
-    parser.add_argument("--environments", type=int, default=6)
-    parser.add_argument("--heldout", type=int, default=40, help="Held-out tasks per environment.")
-    parser.add_argument("--base-tasks", type=int, default=8, help="Base SFT tasks per environment.")
-    parser.add_argument("--budget", type=int, default=60, help="Training tasks per arm.")
-    parser.add_argument("--sft-epochs", type=int, default=6)
-    parser.add_argument("--grpo-steps", type=int, default=4)
-    parser.add_argument("--step-budget", type=int, default=6)
-    parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", default="")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add = parser.add_argument
+    add("--packages", default="", help="Starter catalogue dir (default: build one).")
+    add("--environments", type=int, default=6, help="Environments of the catalogue used.")
+    add("--heldout", type=int, default=40, help="Held-out tasks per environment.")
+    add("--base-tasks", type=int, default=8, help="Base SFT tasks per environment.")
+    add("--budget", type=int, default=60, help="Training tasks per arm.")
+    add("--sft-epochs", type=int, default=6, help="SFT epochs of each arm (and of the base).")
+    add("--grpo-steps", type=int, default=4, help="GRPO steps of each arm after its SFT.")
+    add("--step-budget", type=int, default=6, help="Turns per evaluation episode.")
+    add("--max-new-tokens", type=int, default=96, help="Generation budget per turn.")
+    add("--seed", type=int, default=7, help="Seed of synthesis, sampling and training.")
+    add("--out", default="", help="Directory for learning_experiment.json (default: a temp dir).")
     parser.add_argument(
         "--model",
         default="",
