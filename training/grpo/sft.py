@@ -63,7 +63,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
+from transformers import PrinterCallback, TrainerCallback
 
 from training.policies.local_hf import to_template_messages
 
@@ -340,6 +340,8 @@ def sft_trainer(
         peft_config=peft_config(config),
         callbacks=[SkipNonFiniteSteps(), *([SFTProgress(on_step)] if on_step else [])],
     )
+    if on_step:  # the hook reports each step; the trainer's own printed log dicts would repeat it
+        trainer.remove_callback(PrinterCallback)
     return trainer, info
 
 

@@ -167,7 +167,7 @@ def run_grpo(
     (final dir, summary). ``generator_factory(trainer)`` replaces the trainer's own generation
     (a scripted policy in tests)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, PrinterCallback
     from trl import GRPOTrainer
 
     from training.grpo.dataset import build_dataset
@@ -204,6 +204,8 @@ def run_grpo(
             *(callbacks or []),
         ],
     )
+    if on_metrics is not None:  # the hook has every log; the printed dicts would repeat them
+        trainer.remove_callback(PrinterCallback)
     started = time.perf_counter()
     output = trainer.train()
     seconds = time.perf_counter() - started
