@@ -198,6 +198,7 @@ def scene(db):
         final_answer=f'{{"code": "{arena_answer}"}}',
         state_diff={"crate": {"added": [{"note": f"{SECRETS['expected_diff_row']}-arena"}]}},
         metadata={"injected_fault": {"fault": "wrong_argument", "gold_step": 0, "seed": 3}},
+        final_state_hash=arena.expected_state_hash,
     )
     heldout_steps = [
         {

@@ -12,8 +12,9 @@ evaluation task:
   expected diff) masked wherever they occur, and its final answer hidden whenever the answer
   earned any credit (a partly right answer quotes part of the gold one).
 
+A final state hash equal to the expected one is the task's ``expected_state_hash``: hidden too.
 Reviewers, admins and non-evaluation tasks see everything. The API and the replay page both use
-``redact_trajectory`` and ``redact_steps``, so the two cannot drift apart.
+``redaction_for``, ``redacted_fields`` and ``redact_steps``, so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class TrajectoryRedaction:
     oracle: bool  # the run is the gold run itself (a fault-injection policy)
     secrets: frozenset[str]  # gold values to mask in a non-oracle run
     answer_earned_credit: bool
+    expected_state_hash: str = ""
 
     def value(self, value: Any) -> Any:
         """A step or trajectory value as this user may see it."""
@@ -120,6 +122,7 @@ def redaction_for(user: Any, trajectory: Any) -> TrajectoryRedaction:
         oracle=is_oracle_run(trajectory.policy.kind),
         secrets=frozenset(gold_secrets([task]) - _tool_names(task)),
         answer_earned_credit=bool(trajectory.success) or _answer_score(trajectory.reward) > 0,
+        expected_state_hash=task.expected_state_hash or "",
     )
 
 
@@ -139,9 +142,13 @@ def redact_steps(redaction: TrajectoryRedaction, steps: Iterable[Any]) -> list[A
 
 
 def redacted_fields(redaction: TrajectoryRedaction, trajectory: Any) -> dict[str, Any]:
-    """The trajectory-level fields a user may see: final answer, final diff, metadata."""
+    """The trajectory-level fields a user may see: final answer and state, diff, metadata."""
+    state_hash = trajectory.final_state_hash
+    if redaction.hidden and state_hash and state_hash == redaction.expected_state_hash:
+        state_hash = MASK
     return {
         "final_answer": redaction.final_answer(trajectory.final_answer),
+        "final_state_hash": state_hash,
         "state_diff": redaction.value(trajectory.state_diff),
         "metadata": redaction.metadata(trajectory.metadata),
     }
