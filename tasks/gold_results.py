@@ -23,6 +23,11 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def result_sha256(result: Any) -> str:
+    """The digest a truncated gold result is stored under (and an observed one compared by)."""
+    return hashlib.sha256(_json_text(result).encode()).hexdigest()
+
+
 def stored_result(result: Any, limit: int = GOLD_RESULT_CHARS) -> Any:
     """``result`` as plain JSON, or the truncation marker when its JSON exceeds ``limit``."""
     text = _json_text(result)
@@ -31,7 +36,7 @@ def stored_result(result: Any, limit: int = GOLD_RESULT_CHARS) -> Any:
     return {
         TRUNCATED_KEY: {
             "chars": len(text),
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "sha256": result_sha256(result),
             "preview": text[: limit // 2],  # escaped quotes may double it when stored
         }
     }
@@ -79,6 +84,5 @@ def canonical_value(value: Any) -> str:
 def result_matches(gold: Any, observed: Any) -> bool:
     """Whether an observed tool result equals a stored gold result (truncated ones by hash)."""
     if is_truncated(gold):
-        text = _json_text(observed)
-        return hashlib.sha256(text.encode()).hexdigest() == gold[TRUNCATED_KEY]["sha256"]
+        return result_sha256(observed) == gold[TRUNCATED_KEY]["sha256"]
     return canonical_value(gold) == canonical_value(observed)

@@ -164,13 +164,13 @@ def public_evidence(value: Any) -> Any:
     return value
 
 
-def _leaves(value: Any) -> Iterable[Any]:
+def leaves(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         for item in value.values():
-            yield from _leaves(item)
+            yield from leaves(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _leaves(item)
+            yield from leaves(item)
     else:
         yield value
 
@@ -192,7 +192,7 @@ def gold_secrets(tasks: Iterable[Any]) -> set[str]:
             (extra or {}).get("gold_results") if isinstance(extra, dict) else None,
             (extra or {}).get("params") if isinstance(extra, dict) else None,
         ]
-        for leaf in _leaves(sources):
+        for leaf in leaves(sources):
             if leaf is None or isinstance(leaf, bool):
                 continue
             secrets.add(str(leaf))

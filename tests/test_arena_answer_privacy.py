@@ -100,7 +100,7 @@ def scene(db):
         reference_answer={"code": TRAIN_ANSWER},
         gold_chain=[{"tool": "lookup_crate", "arguments": {"serial": TRAIN_ARGUMENT}}],
     )
-    policy = factories.make_policy("privacy-policy")
+    policy = factories.make_policy("privacy-policy", kind="local_hf")
     evolution_round = factories.make_round(policy=policy)
     evaluation = factories.make_evaluation(evolution_round)
     arena_answer = SECRETS["reference_answer"] + "-arena"
@@ -341,6 +341,55 @@ def test_viewer_sees_a_fault_run_as_its_shape_and_a_solved_run_masked(scene, vie
     assert viewer_api.get(f"/api/trajectories/{scene['failed'].pk}/").json()["final_answer"] == "42"
     train = viewer_api.get(f"/api/trajectories/{scene['train_trajectory'].pk}/").json()
     assert train["final_answer"] == "7"
+
+
+def test_short_gold_values_and_long_gold_results_are_hidden_from_viewers(scene, viewer_api):
+    """A count answer of 4 or a code "HN" cannot be masked inside text; whole values equal to
+    a gold value are masked however short, the step that states a credited answer is hidden,
+    and a read whose result was too long to store is matched by its digest."""
+    from tasks.gold_results import stored_result
+
+    rows = [{"id": n, "note": f"row {n}"} for n in range(400)]
+    task = factories.make_task(
+        scene["environment"],
+        split=Task.Split.ARENA,
+        instruction="How many crates does the aisle of code HN hold?",
+        reference_answer=4,
+        gold_chain=[
+            {"tool": "lookup_crate", "arguments": {"code": "HN"}, "result": {"count": 4}},
+            {"tool": "list_rows", "arguments": {}, "result": stored_result(rows)},
+        ],
+    )
+    steps = [
+        {
+            "role": "assistant",
+            "content": "Looking the aisle up.",
+            "tool_name": "lookup_crate",
+            "tool_arguments": {"code": "HN"},
+            "tool_result": {"count": 4, "aisle": "north"},
+        },
+        {"role": "assistant", "tool_name": "list_rows", "tool_arguments": {}, "tool_result": rows},
+        {"role": "assistant", "content": '{"answer": 4}'},
+    ]
+    agent = factories.make_trajectory(
+        task, scene["round"].policy, success=True, steps=steps, final_answer='{"answer": 4}'
+    )
+    data = viewer_api.get(f"/api/trajectories/{agent.pk}/").json()
+    lookup, listing, answer = data["steps"]
+    assert lookup["tool_arguments"] == {"code": "[hidden]"}
+    assert lookup["tool_result"] == {"count": "[hidden]", "aisle": "north"}
+    assert lookup["content"] == "Looking the aisle up."
+    assert listing["tool_result"] == "[hidden]"
+    assert answer["content"] == HIDDEN_NOTE and data["final_answer"] == HIDDEN_NOTE
+    gold = factories.make_trajectory(
+        task,
+        factories.make_policy("privacy-gold", kind="gold"),
+        success=True,
+        steps=steps,
+        final_answer='{"answer": 4}',
+    )
+    replayed = viewer_api.get(f"/api/trajectories/{gold.pk}/").json()
+    assert {s["tool_name"] for s in replayed["steps"]} <= {"[hidden]", None, ""}
 
 
 @pytest.mark.parametrize("role_client", ["reviewer_api", "admin_api"])

@@ -24,20 +24,24 @@ from copy import copy
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.privacy import HIDDEN_NOTE, MASK, gold_secrets, mask_secrets
+from tasks.answer_contract import SUBMIT_ANSWER
+from tasks.gold_results import TRUNCATED_KEY, is_truncated, result_sha256
+from tasks.privacy import HIDDEN_NOTE, MASK, gold_secrets, leaves, mask_secrets
 
 # Step fields that carry what the agent did and saw.
 STEP_PAYLOAD = ("content", "tool_name", "tool_arguments", "raw_tool_call", "tool_result", "error")
 STEP_DIFF = "state_diff"
+TEXT_FIELDS = ("content", "raw_tool_call", "error")
 # What a viewer keeps of an injected fault's record.
 PUBLIC_FAULT_KEYS = ("fault", "gold_step")
 
 
 def is_oracle_run(policy_kind: str) -> bool:
-    """A policy that reads the gold chain to act (fault injection replays it with one fault)."""
+    """A policy that reads the gold chain to act: the gold replay, and fault injection (the
+    gold chain with one fault). Its run is the gold run; a viewer gets its shape only."""
     from training.models import Policy
 
-    return policy_kind == Policy.Kind.FAULT_INJECTION
+    return policy_kind in (Policy.Kind.GOLD, Policy.Kind.FAULT_INJECTION)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,13 @@ class TrajectoryRedaction:
     secrets: frozenset[str]  # gold values to mask in a non-oracle run
     answer_earned_credit: bool
     expected_state_hash: str = ""
+    # Every scalar of the gold data, however short, masked where a whole value equals it (a
+    # result's 4 or "HN"); substrings are masked for ``secrets`` only (3 characters and more).
+    exact: frozenset[str] = frozenset()
+    # The gold results stored as length + sha256 (too long to keep): a result equal to one of
+    # them is masked whole.
+    result_hashes: frozenset[str] = frozenset()
+    final_answer_text: str = ""  # the answer as submitted, hidden wherever a step repeats it
 
     def value(self, value: Any) -> Any:
         """A step or trajectory value as this user may see it."""
@@ -56,7 +67,21 @@ class TrajectoryRedaction:
             return value
         if self.oracle:
             return MASK if value not in (None, "", {}, []) else value
-        return mask_value(value, self.secrets)
+        if self.result_hashes and _result_hash(value) in self.result_hashes:
+            return MASK
+        return mask_value(value, self.secrets, self.exact)
+
+    def text(self, text: Any) -> Any:
+        """A message or error text: a step that repeats a credited answer is hidden whole (a
+        short answer such as 4 cannot be masked inside a sentence)."""
+        if not self.hidden or not isinstance(text, str) or not text:
+            return self.value(text)
+        if self.oracle:
+            return MASK
+        answer = self.final_answer_text.strip()
+        if self.answer_earned_credit and answer and answer in text:
+            return HIDDEN_NOTE
+        return mask_secrets(text, self.secrets)
 
     def final_answer(self, answer: str) -> str:
         if not self.hidden or not answer:
@@ -77,20 +102,54 @@ class TrajectoryRedaction:
         return {}
 
 
-def mask_value(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` with every text or number that quotes a secret masked, structure kept."""
-    secrets = frozenset(secrets)
-    if not secrets:
+def mask_value(value: Any, secrets: Iterable[str], exact: Iterable[str] = ()) -> Any:
+    """``value`` with every scalar equal to a secret (``exact``: however short) or text quoting
+    one (``secrets``) masked, structure kept."""
+    secrets, exact = frozenset(secrets), frozenset(exact) | frozenset(secrets)
+    if not exact:
         return value
     if isinstance(value, dict):
-        return {key: mask_value(item, secrets) for key, item in value.items()}
+        return {key: mask_value(item, secrets, exact) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [mask_value(item, secrets) for item in value]
+        return [mask_value(item, secrets, exact) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if str(value) in exact:
+        return MASK
     if isinstance(value, str):
         return mask_secrets(value, secrets)
-    if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in secrets:
-        return MASK
     return value
+
+
+def _result_hash(value: Any) -> str:
+    try:
+        return result_sha256(value)
+    except (TypeError, ValueError):
+        return ""
+
+
+def _gold_scalars(task: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """Every scalar of the task's gold data as text, and the hashes of its truncated results."""
+
+    metadata = task.metadata if isinstance(task.metadata, dict) else {}
+    extra = metadata.get("extra") if isinstance(metadata.get("extra"), dict) else {}
+    chain = task.gold_chain if isinstance(task.gold_chain, list) else []
+    results = [link.get("result") for link in chain if isinstance(link, dict)]
+    results += list(extra.get("gold_results") or [])
+    hashes = frozenset(r[TRUNCATED_KEY]["sha256"] for r in results if is_truncated(r))
+    sources = [
+        task.reference_answer,
+        [link.get("arguments") for link in chain if isinstance(link, dict)],
+        [r for r in results if not is_truncated(r)],
+        task.expected_diff,
+        extra.get("params"),
+    ]
+    scalars = {
+        str(leaf)
+        for leaf in leaves(sources)
+        if leaf is not None and not isinstance(leaf, bool) and str(leaf).strip()
+    }
+    return frozenset(scalars), hashes
 
 
 def _answer_score(reward: Any) -> float:
@@ -117,12 +176,17 @@ def redaction_for(user: Any, trajectory: Any) -> TrajectoryRedaction:
     hidden = hides_answers(user, getattr(trajectory, "task_split", None) or task.split)
     if not hidden:
         return TrajectoryRedaction(False, False, frozenset(), False)
+    tools = _tool_names(task)
+    exact, hashes = _gold_scalars(task)
     return TrajectoryRedaction(
         hidden=True,
         oracle=is_oracle_run(trajectory.policy.kind),
-        secrets=frozenset(gold_secrets([task]) - _tool_names(task)),
+        secrets=frozenset(gold_secrets([task]) - tools),
         answer_earned_credit=bool(trajectory.success) or _answer_score(trajectory.reward) > 0,
         expected_state_hash=task.expected_state_hash or "",
+        exact=exact - tools,
+        result_hashes=hashes,
+        final_answer_text=trajectory.final_answer or "",
     )
 
 
@@ -132,8 +196,12 @@ def redact_step(redaction: TrajectoryRedaction, step: Any) -> Any:
         return step
     shown = copy(step)  # a view of the row, never saved
     for field in (*STEP_PAYLOAD, STEP_DIFF):
-        if field != "tool_name" or redaction.oracle:  # the gold chain's order is gold data
+        if field in TEXT_FIELDS:
+            setattr(shown, field, redaction.text(getattr(step, field)))
+        elif field != "tool_name" or redaction.oracle:  # the gold chain's order is gold data
             setattr(shown, field, redaction.value(getattr(step, field)))
+    if redaction.answer_earned_credit and step.tool_name == SUBMIT_ANSWER:
+        shown.tool_arguments = MASK  # the credited answer, submitted through the tool
     return shown
 
 

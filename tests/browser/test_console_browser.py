@@ -155,7 +155,7 @@ def test_start_a_round_and_watch_its_progress_bar_move(
     # Jobs are recorded but not handed to a worker: this test plays the worker and moves the
     # job's progress itself while the page polls.
     monkeypatch.setattr("aw_site.jobs.dispatch", lambda job_id: None)
-    policy = factories.make_policy("tiny-policy")
+    policy = factories.make_policy("tiny-policy", kind="local_hf")
     factories.make_round(policy=policy, status=EvolutionRound.Status.DONE, scores={"Shopping": 0.3})
     sign_in(reviewer)
     page.click("nav >> text=Rounds")

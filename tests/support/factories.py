@@ -521,7 +521,7 @@ def make_review_scene(tmp_root: Path | None = None) -> dict[str, Any]:
         environment = make_package_environment(tmp_root)
     else:
         environment = make_environment("bookstore", category=category)
-    policy = make_policy("tiny-policy")
+    policy = make_policy("tiny-policy", kind=Policy.Kind.LOCAL_HF)
     previous = make_round(
         policy=policy, status=EvolutionRound.Status.DONE, scores={"Shopping": 0.3, "Travel": 0.5}
     )
