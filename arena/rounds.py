@@ -100,6 +100,12 @@ def start_round(
             "a fault-injection policy calibrates diagnosis and cannot be trained: start its "
             "round with train: false"
         )
+    if train:
+        from training.service import untrainable_reason
+
+        reason = untrainable_reason(policy)
+        if reason:  # found now, not after evaluating, diagnosing and expanding
+            raise ValidationError(f"{reason}; or start the round with train: false")
     for _attempt in range(3):
         try:
             with transaction.atomic():

@@ -7,6 +7,7 @@ review_proposal); these views only check the role, read the form and show the ou
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -256,10 +257,12 @@ def pipeline(evolution_round: EvolutionRound) -> list[dict[str, str]]:
     status = evolution_round.status
     skipped = evolution_round.auto_approve
     current = PIPELINE.index(status) if status in PIPELINE else -1
+    failed_in = re.search(r"\(while (\w+)\)$", evolution_round.failure_reason or "")
+    failed_at = PIPELINE.index(failed_in[1]) if failed_in and failed_in[1] in PIPELINE else 0
     stages = []
     for index, name in enumerate(PIPELINE):
-        if status == EvolutionRound.Status.FAILED:
-            state = "failed" if index == 0 else "todo"
+        if status == EvolutionRound.Status.FAILED:  # the stages before the failed one ran
+            state = "failed" if index == failed_at else "done" if index < failed_at else "todo"
         elif name == "done" and status == "done":
             state = "done"
         elif index < current:

@@ -221,6 +221,17 @@ def test_pipeline_marks_done_current_and_skipped_stages():
     }
 
 
+def test_pipeline_marks_the_stage_a_round_failed_in():
+    failed = EvolutionRound(
+        status="failed", failure_reason="ValueError: no weights (while training)"
+    )
+    states = {s["name"]: s["state"] for s in pipeline(failed)}
+    assert states["evaluating"] == states["expanding"] == "done"
+    assert states["training"] == "failed" and states["done"] == "todo"
+    unknown = {s["name"]: s["state"] for s in pipeline(EvolutionRound(status="failed"))}
+    assert unknown["evaluating"] == "failed" and unknown["diagnosing"] == "todo"
+
+
 def test_scores_chart_draws_one_line_per_category():
     rounds = [
         EvolutionRound(number=1, scores={"A": 0.2, "B": 0.5}),

@@ -42,7 +42,11 @@ def test_a_round_refuses_bad_training_options_before_it_starts(reviewer_api):
 
 
 def test_a_round_refuses_unknown_options_and_huge_seeds_by_name(reviewer_api):
-    policy = factories.make_policy()
+    gold = factories.make_policy(kind="gold")
+    refused = reviewer_api.post("/api/rounds/start/", {"policy": gold.pk}, format="json")
+    assert refused.status_code == 400 and "no weights to train" in str(refused.json())
+    assert "train: false" in str(refused.json())  # a round that trains needs weights
+    policy = factories.make_policy(kind="local_hf")
     for body, field in (
         ({"max_walk_lenght": 4}, "max_walk_lenght"),  # a typo must not start a default round
         ({"seed": 2**70}, "seed"),
