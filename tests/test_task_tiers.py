@@ -227,7 +227,7 @@ LIST_BOOKS = (
     },
     "read",
     """
-    def list_books(db, order_by, descending=False, max_price=None, limit=5):
+    def list_books(db, order_by, descending=False, max_price=None, limit=PAGE):
         if order_by not in ("price", "title", "stock"):
             raise ValueError(f"cannot order by {order_by!r}")
         sql = "SELECT id, title, price, stock FROM book"
@@ -242,13 +242,38 @@ LIST_BOOKS = (
 )
 
 
+def paged(rows: int) -> tuple:
+    schema, kind, source = LIST_BOOKS
+    return schema, kind, source.replace("PAGE", str(rows))
+
+
+def test_a_page_size_only_the_code_knows_is_found_by_asking_for_one_row_more(tmp_path, pool):
+    """The tool pages at 5 rows without its schema saying so: "the largest id among the books"
+    read off such a page would be a wrong gold answer (the walker must see the cut)."""
+    package = load_package(
+        build_sample_package(tmp_path, name="paged", extra_tools=[paged(5)], extra_books=12)
+    )
+    with GraphTaskSynthesizer(package, pool, llm=None, tier="goal") as synthesizer:
+        walker = synthesizer.walker
+        seen = set()
+        for max_price in (None, 20.0, 9.5, 8.0, 1.0):
+            arguments = {"order_by": "price"} | ({"max_price": max_price} if max_price else {})
+            page = synthesizer.lease.call("list_books", arguments, "read").result
+            every = synthesizer.lease.call("list_books", arguments | {"limit": 100}, "read").result
+            step = {"tool": "list_books", "arguments": arguments, "result": page}
+            cut = len(every) > len(page)
+            assert walker._truncated(step) is cut, (arguments, len(page), len(every))
+            seen.add(cut)
+    assert seen == {True, False}
+
+
 def test_an_order_is_said_as_an_order_and_never_drafted_as_a_filter(tmp_path, pool):
     """ "the books whose order by is "price"" reads as a filter no row has: a goal says
     "ordered by "price"", and an optional order is never drawn as the walk's one filter."""
     from tasks.synthesis.arguments import sample_arguments
 
     package = load_package(
-        build_sample_package(tmp_path, name="ordered", extra_tools=[LIST_BOOKS], extra_books=12)
+        build_sample_package(tmp_path, name="ordered", extra_tools=[paged(50)], extra_books=12)
     )
     with GraphTaskSynthesizer(package, pool, llm=None, tier="goal") as synthesizer:
         tasks = synthesizer.synthesize(12, Difficulty(steps=2), seed=4, max_walks=200)
@@ -266,3 +291,22 @@ def test_an_order_is_said_as_an_order_and_never_drafted_as_a_filter(tmp_path, po
     drafts = [sample_arguments(view, node, rng, optional_rate=1.0) for _ in range(40)]
     assert all("descending" not in d for d in drafts)  # an order is no optional filter
     assert any("max_price" in d for d in drafts)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"order_by": "price", "descending": True}, ', ordered by "price" descending'),
+        ({"sort_by": "price", "sort_order": "desc"}, ', ordered by "price" descending ("desc")'),
+        ({"ordering": "-price"}, ', ordered by "price" descending ("-price")'),
+        ({"sort": "title", "direction": "ASC"}, ', ordered by "title" ascending ("ASC")'),
+    ],
+)
+def test_order_arguments_read_as_an_order(arguments, said):
+    from tasks.synthesis.instructions import GoalPhrases
+    from tasks.synthesis.tool_graph import ParamInfo, ToolNode
+
+    params = {name: ParamInfo(name, "string", False, "enum", orders=True) for name in arguments}
+    node = ToolNode("list_books", "read", "list", "book", None, "", params)
+    steps = [{"tool": "list_books", "arguments": arguments, "inputs": {}}]
+    assert GoalPhrases(steps, {"list_books": node})._order(0) == said

@@ -173,6 +173,7 @@ class GraphWalker:
         self, view: EnvironmentView, graph: ToolGraph, lease: EpisodeLease, stats, rows="first"
     ):
         self.rows = rows  # "first" (explicit tier) or "single" (goal tiers): see _binding_value
+        self._cut_pages: dict[tuple[str, str, str], bool] = {}  # probed listings (_truncated)
         self.view = view
         self.graph = graph
         self.lease = lease
@@ -286,7 +287,16 @@ class GraphWalker:
             return False
         limit = node.params.get("limit")
         page = step["arguments"].get("limit", limit.default if limit else None)
-        return bool(page) and len(records_of(step["result"])) >= page
+        rows = len(records_of(step["result"]))
+        if page or limit is None or not rows:
+            return bool(page) and rows >= page
+        # A page size the schema does not declare (a default in the tool's code only): ask
+        # for one row more; more rows, or a refusal, mean this page may have been cut.
+        key = (node.name, canonical_json(step["arguments"]), canonical_json(step["result"]))
+        if key not in self._cut_pages:
+            probe = self.lease.call(node.name, {**step["arguments"], "limit": rows + 1}, "read")
+            self._cut_pages[key] = not probe.ok or len(records_of(probe.result)) > rows
+        return self._cut_pages[key]
 
     def _execute(self, node: ToolNode, arguments, bindings, steps, banned=()) -> bool:
         if (node.name, canonical_json(arguments)) in banned:

@@ -425,10 +425,16 @@ class GoalPhrases:
             p = node.params.get(name)
             if p is None or not p.orders:
                 continue
+            direction = DIRECTIONS.get(str(value).lower()) if isinstance(value, str) else None
             if isinstance(value, bool):
                 reverse = value != (name.lower() in ("ascending",))
                 rest.append("descending" if reverse else "ascending")
-            elif column is None and ("by" in name.lower() or name.lower() in ("sort", "order")):
+            elif direction:  # "desc", "ASC", "descending"
+                rest.append(f"{direction} ({fmt(value)})")
+            elif column is None and isinstance(value, str) and value[:1] in "-+" and value[1:]:
+                column = fmt(value[1:])  # "-price": by price, descending
+                rest.append(f"{'descending' if value[0] == '-' else 'ascending'} ({fmt(value)})")
+            elif column is None and ("by" in name.lower() or name.lower() in ORDER_COLUMN):
                 column = fmt(value)
             else:
                 rest.append(f"({words(name)} {fmt(value)})")
@@ -520,6 +526,13 @@ class GoalPhrases:
         return f"Report {phrase} in full, as a JSON object."
 
 
+DIRECTIONS = {
+    "asc": "ascending",
+    "ascending": "ascending",
+    "desc": "descending",
+    "descending": "descending",
+}
+ORDER_COLUMN = ("sort", "order", "ordering")
 LIMIT_WORDS = {"limit", "offset", "page", "page_size", "per_page", "max_results"}
 LABEL_DEPTH = 4  # deeper chains name their rows (see GoalPhrases._labels)
 
