@@ -310,3 +310,28 @@ def test_order_arguments_read_as_an_order(arguments, said):
     node = ToolNode("list_books", "read", "list", "book", None, "", params)
     steps = [{"tool": "list_books", "arguments": arguments, "inputs": {}}]
     assert GoalPhrases(steps, {"list_books": node})._order(0) == said
+
+
+def test_a_yes_no_column_is_never_a_condition_or_a_fact(tmp_path):
+    """ "Do this only if the is active of the member ... is above -1" holds always and reads
+    badly: columns that are only ever 0 and 1 are left out of goal_hard conditions."""
+    from tasks.synthesis.environment_view import EnvironmentView
+    from tasks.synthesis.instructions import GoalPhrases, _condition
+    from tasks.synthesis.tool_graph import ParamInfo, ToolNode
+
+    view = EnvironmentView(load_package(build_sample_package(tmp_path, extra_books=4)))
+    rows = [{"id": n, "title": f"t{n}", "in_print": n % 2, "stock": n} for n in range(6)]
+    view.rows = lambda table: rows if table == "book" else []
+    view._values.clear()
+    assert view.is_flag("book", "in_print") and not view.is_flag("book", "stock")
+    node = ToolNode(
+        "get_book", "read", "get", "book", None, "", {"id": ParamInfo("id", "integer", True, "key")}
+    )
+    steps = [{"tool": "get_book", "arguments": {"id": 3}, "inputs": {}, "result": rows[3]}]
+    phrases = GoalPhrases(steps, {"get_book": node})
+    said = {
+        _condition(steps, {"get_book": node}, view, phrases, random.Random(seed))
+        for seed in range(30)
+    }
+    assert not any("in print" in text for text in said), said
+    assert any("stock" in text for text in said), said

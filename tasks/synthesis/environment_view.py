@@ -120,6 +120,14 @@ class EnvironmentView:
             self._values[key] = sorted(values, key=lambda v: (str(type(v)), v))
         return self._values[key]
 
+    def is_flag(self, table: str | None, column: str) -> bool:
+        """A yes/no column (booleans, or integers that are only ever 0 and 1): "is above -1"
+        or "has is active 0" says nothing, so conditions and facts leave it out."""
+        if not table or table not in self.tables:
+            return False
+        values = self.column_values(table, column)
+        return bool(values) and all(v in (0, 1) for v in values)
+
     def sample_value(self, table: str, column: str, rng: random.Random) -> Any:
         values = self.column_values(table, column)
         return rng.choice(values) if values else None

@@ -464,6 +464,8 @@ class GraphWalker:
             if found is None:
                 continue
             field_name, item, value = found
+            if self.view.is_flag(self.nodes[step["tool"]].entity, field_name):
+                continue  # "if its is active is above 0": a yes/no column is no threshold
             holds = rng.random() < 0.5
             if isinstance(value, int | float):
                 test = "above"

@@ -651,7 +651,11 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
         record = found_rows[0]
         skip = set(step["arguments"]) | written | {c for c, _ in phrases.described.values()}
         skip.add(answer_field)
-        options += [(index, c, record[c]) for c in _scalar_columns(record, skip)]
+        options += [
+            (index, c, record[c])
+            for c in _scalar_columns(record, skip)
+            if view is None or not view.is_flag(node.entity, c)
+        ]
     if not options:
         return None
     index, column, value = rng.choice(options)
@@ -699,7 +703,7 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
         name = next((c for c in names if isinstance(row.get(c), str) and row[c]), None)
         if name is None:
             continue
-        others = _scalar_columns(row, {name})
+        others = [c for c in _scalar_columns(row, {name}) if not view.is_flag(table, c)]
         if not others:
             continue
         column = rng.choice(others)
