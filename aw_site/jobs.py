@@ -394,7 +394,9 @@ def _give_up(record: Job, error: str) -> None:
     try:
         hook = job_spec(record.kind).on_give_up
         if hook is not None:
-            hook(dict(record.arguments or {}), error)
+            # A savepoint: a hook that fails leaves the caller's transaction usable.
+            with transaction.atomic():
+                hook(dict(record.arguments or {}), error)
     except Exception:
         logger.exception("job %s (%s): its give-up hook failed", record.pk, record.kind)
 

@@ -159,3 +159,27 @@ def test_a_training_run_whose_worker_died_on_its_last_attempt_is_failed(settings
     recover_lost_job(job, "worker-b restarted while the job ran")
     retried.refresh_from_db()
     assert retried.status == TrainingRun.Status.RUNNING
+
+
+def _broken_hook(arguments: dict, reason: str) -> None:
+    Job.objects.create(kind="tests.never_kept", arguments={})  # rolled back with the hook
+    raise RuntimeError("the hook broke")
+
+
+@job("tests.broken_give_up", on_give_up=_broken_hook)
+def broken_give_up(ctx: JobContext) -> dict:
+    return {}
+
+
+def test_a_failing_give_up_hook_is_logged_and_the_job_still_fails(settings, caplog):
+    record = make_job(
+        kind="tests.broken_give_up",
+        arguments={},
+        state=Job.State.RUNNING,
+        attempts=settings.AW_JOB_MAX_ATTEMPTS,
+    )
+    assert recover_lost_job(record, "worker lost") == Job.State.FAILED
+    record.refresh_from_db()
+    assert record.state == Job.State.FAILED and "worker lost" in record.error
+    assert not Job.objects.filter(kind="tests.never_kept").exists()  # the savepoint undid it
+    assert "give-up hook failed" in caplog.text
