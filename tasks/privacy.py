@@ -53,7 +53,7 @@ PRIVATE_EVIDENCE_KEYS = frozenset(
     {"explanation", "details", "reason", "reference_answer", "expected", "gold", "gold_results"}
 )
 MASK = "[hidden]"
-_MIN_SECRET_LENGTH = 3
+MIN_SECRET_LENGTH = 3
 
 
 def is_evaluation_split(split: Any) -> bool:
@@ -198,7 +198,7 @@ def gold_secrets(tasks: Iterable[Any]) -> set[str]:
             secrets.add(str(leaf))
         if getattr(task, "expected_state_hash", ""):
             secrets.add(task.expected_state_hash)
-    return {s for s in secrets if len(s.strip()) >= _MIN_SECRET_LENGTH}
+    return {s for s in secrets if len(s.strip()) >= MIN_SECRET_LENGTH}
 
 
 def mask_secrets(text: str, secrets: Iterable[str]) -> str:

@@ -356,14 +356,26 @@ def test_short_gold_values_and_long_gold_results_are_hidden_from_viewers(scene, 
         instruction="How many crates does the aisle of code HN hold?",
         reference_answer=4,
         gold_chain=[
-            {"tool": "lookup_crate", "arguments": {"code": "HN"}, "result": {"count": 4}},
-            {"tool": "list_rows", "arguments": {}, "result": stored_result(rows)},
+            {
+                "tool": "lookup_crate",
+                "kind": "read",
+                "arguments": {"code": "HN"},
+                "inputs": {},
+                "result": {"count": 4},
+            },
+            {
+                "tool": "list_rows",
+                "kind": "read",
+                "arguments": {},
+                "inputs": {"aisle": {"step": 0, "field": "count", "item": None}},
+                "result": stored_result(rows),
+            },
         ],
     )
     steps = [
         {
             "role": "assistant",
-            "content": "Looking the aisle up.",
+            "content": "I read the count of the aisle first.",
             "tool_name": "lookup_crate",
             "tool_arguments": {"code": "HN"},
             "tool_result": {"count": 4, "aisle": "north"},
@@ -378,7 +390,8 @@ def test_short_gold_values_and_long_gold_results_are_hidden_from_viewers(scene, 
     lookup, listing, answer = data["steps"]
     assert lookup["tool_arguments"] == {"code": "[hidden]"}
     assert lookup["tool_result"] == {"count": "[hidden]", "aisle": "north"}
-    assert lookup["content"] == "Looking the aisle up."
+    # The chain's structure ("read", the columns its bindings use) is no gold value.
+    assert lookup["content"] == "I read the count of the aisle first."
     assert listing["tool_result"] == "[hidden]"
     assert answer["content"] == HIDDEN_NOTE and data["final_answer"] == HIDDEN_NOTE
     gold = factories.make_trajectory(

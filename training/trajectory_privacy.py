@@ -26,7 +26,7 @@ from typing import Any
 
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.gold_results import TRUNCATED_KEY, is_truncated, result_sha256
-from tasks.privacy import HIDDEN_NOTE, MASK, gold_secrets, leaves, mask_secrets
+from tasks.privacy import HIDDEN_NOTE, MASK, MIN_SECRET_LENGTH, leaves, mask_secrets
 
 # Step fields that carry what the agent did and saw.
 STEP_PAYLOAD = ("content", "tool_name", "tool_arguments", "raw_tool_call", "tool_result", "error")
@@ -50,7 +50,7 @@ class TrajectoryRedaction:
 
     hidden: bool  # the user may not see this task's gold data
     oracle: bool  # the run is the gold run itself (a fault-injection policy)
-    secrets: frozenset[str]  # gold values to mask in a non-oracle run
+    secrets: frozenset[str]  # gold values (3 characters or more) masked inside texts
     answer_earned_credit: bool
     expected_state_hash: str = ""
     # Every scalar of the gold data, however short, masked where a whole value equals it (a
@@ -130,7 +130,6 @@ def _result_hash(value: Any) -> str:
 
 def _gold_scalars(task: Any) -> tuple[frozenset[str], frozenset[str]]:
     """Every scalar of the task's gold data as text, and the hashes of its truncated results."""
-
     metadata = task.metadata if isinstance(task.metadata, dict) else {}
     extra = metadata.get("extra") if isinstance(metadata.get("extra"), dict) else {}
     chain = task.gold_chain if isinstance(task.gold_chain, list) else []
@@ -162,12 +161,6 @@ def _answer_score(reward: Any) -> float:
     return float(score) if isinstance(score, int | float) and applicable else 0.0
 
 
-def _tool_names(task: Any) -> set[str]:
-    """Tool names are public (every task lists its tools); only gold values are masked."""
-    chain = task.gold_chain if isinstance(task.gold_chain, list) else []
-    return {str(link.get("tool")) for link in chain if isinstance(link, dict)}
-
-
 def redaction_for(user: Any, trajectory: Any) -> TrajectoryRedaction:
     """The redaction of ``trajectory`` (with its task and policy) for ``user``."""
     from tasks.privacy import hides_answers
@@ -176,15 +169,19 @@ def redaction_for(user: Any, trajectory: Any) -> TrajectoryRedaction:
     hidden = hides_answers(user, getattr(trajectory, "task_split", None) or task.split)
     if not hidden:
         return TrajectoryRedaction(False, False, frozenset(), False)
-    tools = _tool_names(task)
+    # Values only: the gold chain's structure (tool names, "read"/"write", the column names
+    # its bindings use) is no secret, and masking it would blank ordinary words of a message.
     exact, hashes = _gold_scalars(task)
+    secrets = {s for s in exact if len(s.strip()) >= MIN_SECRET_LENGTH}
+    if task.expected_state_hash:
+        secrets.add(task.expected_state_hash)
     return TrajectoryRedaction(
         hidden=True,
         oracle=is_oracle_run(trajectory.policy.kind),
-        secrets=frozenset(gold_secrets([task]) - tools),
+        secrets=frozenset(secrets),
         answer_earned_credit=bool(trajectory.success) or _answer_score(trajectory.reward) > 0,
         expected_state_hash=task.expected_state_hash or "",
-        exact=exact - tools,
+        exact=exact,
         result_hashes=hashes,
         final_answer_text=trajectory.final_answer or "",
     )
