@@ -14,6 +14,7 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from arena import round_machine
+from arena.lineage import agent_rounds
 from arena.models import EvolutionRound, ExpansionProposal
 from aw_site.jobs import enqueue
 from aw_site.models import Job
@@ -33,12 +34,7 @@ def default_policy() -> Policy | None:
     from training.service import ensure_env_policy
 
     # A calibration round's fault-injection policy is an instrument, never the agent to go on.
-    last = (
-        EvolutionRound.objects.filter(status=EvolutionRound.Status.DONE)
-        .exclude(policy__kind=Policy.Kind.FAULT_INJECTION)
-        .order_by("-number")
-        .first()
-    )
+    last = agent_rounds().filter(status=EvolutionRound.Status.DONE).order_by("-number").first()
     if last is not None:
         return last.trained_policy or last.policy
     agents = Policy.objects.exclude(kind=Policy.Kind.FAULT_INJECTION)
@@ -95,12 +91,7 @@ def start_round(
     policy = policy or default_policy()
     if policy is None:
         raise ValidationError("no policy to evaluate: create one first (POST /api/policies/)")
-    if policy.kind == Policy.Kind.FAULT_INJECTION and train:
-        raise ValidationError(
-            "a fault-injection policy calibrates diagnosis and cannot be trained: start its "
-            "round with train: false"
-        )
-    if train:
+    if train:  # a fault-injection policy (calibration) or any other without weights
         from training.service import untrainable_reason
 
         reason = untrainable_reason(policy)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from arena.diagnosis import EvaluatedEpisode
 from arena.diagnosis import diagnose as diagnose_episodes
-from arena.lineage import previous_evaluation
+from arena.lineage import is_calibration_round, previous_evaluation
 from arena.models import (
     ArenaEvaluation,
     DiagnosisReport,
@@ -36,7 +36,7 @@ from environments.versions import current_version, current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
 from tasks.service import ARENA_MAX_WALK_LENGTH, fresh_arena_tasks, synthesize_tasks
-from training.models import Policy, TrainingRun, TrainingTask, Trajectory
+from training.models import TrainingRun, TrainingTask, Trajectory
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
 
@@ -233,7 +233,7 @@ def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
         environments = {env.name: env for env in evaluation.environments.all()}
         # A calibration round's failures were injected on purpose: they say nothing about what
         # the environments lack, so nothing is proposed (the calibration page reads the labels).
-        calibrating = evolution_round.policy.kind == Policy.Kind.FAULT_INJECTION
+        calibrating = is_calibration_round(evolution_round)
         for proposal in [] if calibrating else propose_expansions(summary):
             ExpansionProposal.objects.create(
                 round=evolution_round,

@@ -18,6 +18,10 @@ class Policy(models.Model):
         GOLD = "gold", "Gold-chain replay (sanity baseline)"
         FAULT_INJECTION = "fault_injection", "Fault injection (calibrates diagnosis)"
 
+    # Kinds that read the gold chain and play it back: no weights to train, and their runs
+    # are the gold run itself (a viewer of an evaluation task sees their shape only).
+    GOLD_REPLAY_KINDS = (Kind.GOLD, Kind.FAULT_INJECTION)
+
     name = models.SlugField(max_length=120)
     version = models.PositiveIntegerField(default=1)
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -330,7 +330,7 @@ class UntrainablePolicy(ValueError):
 def untrainable_reason(policy: Policy) -> str | None:
     """Why ``policy`` cannot be a run's base, decided from its kind before a job is queued
     (whether a served directory exists is the worker's to check: it may be another machine)."""
-    if policy.kind in (Policy.Kind.GOLD, Policy.Kind.FAULT_INJECTION):
+    if policy.kind in Policy.GOLD_REPLAY_KINDS:
         return (
             f"{policy} is a {policy.get_kind_display()} policy: it plays the gold chains back and "
             "has no weights to train; choose a local Hugging Face policy, or an endpoint policy "

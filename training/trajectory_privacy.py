@@ -41,7 +41,7 @@ def is_oracle_run(policy_kind: str) -> bool:
     gold chain with one fault). Its run is the gold run; a viewer gets its shape only."""
     from training.models import Policy
 
-    return policy_kind in (Policy.Kind.GOLD, Policy.Kind.FAULT_INJECTION)
+    return policy_kind in Policy.GOLD_REPLAY_KINDS
 
 
 @dataclass(frozen=True)
