@@ -148,6 +148,7 @@ def trajectory_detail(request, pk: int):
     stored_steps = list(trajectory.steps.order_by("index"))
     redaction = redaction_for(request.user, trajectory)
     steps = redact_steps(redaction, stored_steps)
+    shown = redacted_fields(redaction, trajectory)  # final answer, state and diff, metadata
     for step in steps:
         step.arguments_json = _pretty(step.tool_arguments)
         step.result_json = _pretty(step.tool_result)
@@ -189,10 +190,10 @@ def trajectory_detail(request, pk: int):
         "comparison": comparison,
         "reward": reward_breakdown(reward, trajectory.total_reward),
         "labels": labels,
-        "shown": redacted_fields(redaction, trajectory),
+        "shown": shown,
         "oracle_hidden": redaction.hidden and redaction.oracle,
-        "injected_fault": redaction.metadata(trajectory.metadata).get("injected_fault"),
-        "final_diff_json": _pretty(redaction.value(trajectory.state_diff)),
+        "injected_fault": shown["metadata"].get("injected_fault"),
+        "final_diff_json": _pretty(shown["state_diff"]),
         "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),
     }
     return render(request, "training/trajectory_detail.html", context)
