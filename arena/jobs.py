@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
 from arena import round_machine
 from arena.models import EvolutionRound, ExpansionProposal
 from arena.rounds import advance_round, fail_round
@@ -32,16 +30,13 @@ def _run_step(
 
 def _round_given_up(arguments: dict[str, Any], reason: str) -> None:
     """The step's worker died on its last attempt: the round fails, with its training run."""
-    from training.models import TrainingRun
+    from training.service import fail_unfinished_run
 
     evolution_round = EvolutionRound.objects.filter(pk=arguments.get("round")).first()
     if evolution_round is None:
         return
     fail_round(evolution_round, reason)
-    TrainingRun.objects.filter(
-        pk=evolution_round.training_run_id,
-        status__in=[TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING],
-    ).update(status=TrainingRun.Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+    fail_unfinished_run(evolution_round.training_run_id, reason)
 
 
 @job("arena.evaluate", queue=Job.Queue.DEFAULT, on_give_up=_round_given_up)

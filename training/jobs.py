@@ -9,14 +9,12 @@ from django.utils import timezone
 from aw_site.jobs import JobContext, interrupted, job
 from aw_site.models import Job
 from training.models import TrainingRun
-from training.service import train
+from training.service import fail_unfinished_run, train
 
 
 def _run_given_up(arguments: dict[str, Any], reason: str) -> None:
     """The run's worker died on its last attempt: the run is failed, not left running."""
-    TrainingRun.objects.filter(
-        pk=arguments.get("run"), status__in=[TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING]
-    ).update(status=TrainingRun.Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+    fail_unfinished_run(arguments.get("run"), reason)
 
 
 @job("training.train", queue=Job.Queue.GPU, on_give_up=_run_given_up)

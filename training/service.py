@@ -323,6 +323,13 @@ def training_tasks(
     return tasks
 
 
+def fail_unfinished_run(run_id: int | None, reason: str) -> None:
+    """A queued or running run whose job can no longer finish is failed with the reason."""
+    TrainingRun.objects.filter(
+        pk=run_id, status__in=[TrainingRun.Status.QUEUED, TrainingRun.Status.RUNNING]
+    ).update(status=TrainingRun.Status.FAILED, failure_reason=reason, finished_at=timezone.now())
+
+
 class UntrainablePolicy(ValueError):
     """The base policy of a run has no weights to train."""
 
