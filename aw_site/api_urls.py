@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 from arena import api as arena_api
 from aw_site import jobs_api
 from environments import api as environments_api
-from environments import episode_api
+from serving import episode_api
 from tasks import api as tasks_api
 from training import api as training_api
 

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "aw_site",
     "environments",
     "tasks",
+    "serving",
     "training",
     "arena",
 ]

@@ -6,7 +6,7 @@
 HTTP: records the sample bookstore package (tests/support/sample_package.py) as a verified
 environment, starts gunicorn (1 worker, threads; the episode service lives in that process) on a
 random 127.0.0.1 port, and runs ``--episodes`` episodes (create, ``--calls`` tool calls, finish)
-from ``--concurrency`` client threads. MCP: starts ``python -m environments.mcp_server <package>
+from ``--concurrency`` client threads. MCP: starts ``python -m serving.mcp_server <package>
 --http PORT`` and runs ``--mcp-sessions`` concurrent SDK sessions of ``--calls`` calls each.
 Both are bounded by request count and ``--max-seconds``. Reports throughput, p50/p95 latency per
 operation, error rate, and that nothing was lost: every created episode finished, the server's
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 
     port = free_port()
     mcp = subprocess.Popen(
-        [sys.executable, "-m", "environments.mcp_server", str(package), "--http", str(port)],
+        [sys.executable, "-m", "serving.mcp_server", str(package), "--http", str(port)],
         cwd=REPO,
         env=env,
         stdout=open(root / "mcp.log", "wb"),

@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from environments.episode_service import episode_service
 from environments.registry import record_package
 from environments.runtime import SandboxPool, load_package
+from serving.episode_service import episode_service
 from tasks.agent_view import TRUNCATION_MARKER, agent_view, describe_tool, render_tool_result
 from tasks.export import task_record, trajectory_record
 from tasks.records import record_tasks

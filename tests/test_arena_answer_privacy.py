@@ -20,9 +20,9 @@ from django.urls import URLPattern, reverse
 from arena.models import ArenaEvaluation, FailureLabel
 from aw_site import console_urls
 from aw_site.api_urls import router
-from environments.episode_service import episode_service
 from environments.registry import record_package
 from environments.views import TABS
+from serving.episode_service import episode_service
 from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE
 from tests.conftest import token_client

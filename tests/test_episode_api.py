@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from environments.episode_service import episode_service
 from environments.package import load_package
 from environments.registry import record_package
+from serving.episode_service import episode_service
 from tasks.models import Task
 from tasks.records import record_tasks
 from tests.support.gold_tasks import READ_CONTRACT, WRITE_CHAIN, read_task, write_task

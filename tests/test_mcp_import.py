@@ -29,7 +29,7 @@ def test_import_reference_time_server():
 def test_import_our_own_environment_server(tmp_path):
     path = build_sample_package(tmp_path)
     theme = import_mcp_server(
-        [sys.executable, "-m", "environments.mcp_server", str(path)], name="bookstore-mcp"
+        [sys.executable, "-m", "serving.mcp_server", str(path)], name="bookstore-mcp"
     )
     assert theme["name"] == "bookstore-mcp"
     assert theme["raw_spec"]["server"]["name"] == "bookstore"

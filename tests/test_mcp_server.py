@@ -14,7 +14,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from environments.mcp_server import build_http_app
+from serving.mcp_server import build_http_app
 from tests.support.sample_package import build_sample_package
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def http_url(package_path):
 
 def test_stdio_server_lists_and_calls_tools(package_path):
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "environments.mcp_server", str(package_path)], cwd=REPO
+        command=sys.executable, args=["-m", "serving.mcp_server", str(package_path)], cwd=REPO
     )
 
     async def session():

@@ -12,8 +12,8 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from environments.mcp_server import build_http_app
 from environments.runtime import SandboxPool, load_package
+from serving.mcp_server import build_http_app
 from tests.support.gold_tasks import WRITE_CHAIN, WRITE_CONTRACT, write_task
 from tests.support.sample_package import TOOLS, build_sample_package
 

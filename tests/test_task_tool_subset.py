@@ -22,11 +22,11 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from environments.episode_service import episode_service
-from environments.management.commands.serve_mcp import resolve_task
-from environments.mcp_server import build_http_app
 from environments.registry import record_package
 from environments.runtime import SandboxPool, load_package
+from serving.episode_service import episode_service
+from serving.management.commands.serve_mcp import resolve_task
+from serving.mcp_server import build_http_app
 from tasks.agent_view import agent_view
 from tasks.export import export_tasks, load_tasks
 from tasks.records import record_tasks, spec_from_task

@@ -20,8 +20,8 @@ episode through `finish_episode` and `tasks.reward.score` and returns the reward
 session's next call starts a fresh episode. A malformed one is an `invalid_arguments` error and
 the episode goes on.
 
-    python -m environments.mcp_server <package_path>            # stdio
-    python -m environments.mcp_server <package_path> --http 8000 # streamable HTTP at /mcp
+    python -m serving.mcp_server <package_path>            # stdio
+    python -m serving.mcp_server <package_path> --http 8000 # streamable HTTP at /mcp
 """
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ from starlette.applications import Starlette
 
 from environments.package import EnvironmentPackage, load_package
 from environments.runtime import Episode, SandboxPool, ToolCallResult
-from tasks.answer_contract import SUBMIT_ANSWER
+from serving.episode_scoring import TaskRun
+from tasks.answer_contract import SUBMIT_ANSWER, task_contract
+from tasks.synthesis.task_spec import as_task
+from tasks.tool_subset import not_offered_message, offered_names
 
 EPISODE_META_KEY = "agent-world/episode"
 
@@ -90,8 +93,6 @@ class SessionEpisodes:
     def _refusal(self, name: str) -> str | None:
         if self.task is None:
             return None
-        from tasks.tool_subset import not_offered_message, offered_names
-
         if name in offered_names(self.task, self.package.tools):
             return None
         return not_offered_message(name)
@@ -99,8 +100,6 @@ class SessionEpisodes:
     def submit(self, session_key: str | None, arguments: dict[str, Any]):
         """A `submit_answer` call: (None, problem) when malformed (the episode goes on), else
         (reward breakdown, None) with the session's episode scored and closed."""
-        from tasks.episode_scoring import TaskRun
-
         if session_key is None:  # no session: an episode with no calls in it
             run = TaskRun(self.task)
             submission = run.submit(arguments)
@@ -124,8 +123,6 @@ class SessionEpisodes:
             if episode is None:
                 episode = self._episodes[session_key] = self.pool.start_episode(self.package)
                 if self.task is not None:
-                    from tasks.episode_scoring import TaskRun
-
                     self._runs[session_key] = TaskRun(self.task)
                 while len(self._episodes) > self.max_episodes:
                     oldest, dropped = self._episodes.popitem(last=False)
@@ -153,9 +150,6 @@ class SessionEpisodes:
 def task_instructions(task: Any) -> str:
     """What a task-bound server tells its client: the instruction and how to end the task.
     Never the reference answer, the expected state or the gold chain."""
-    from tasks.answer_contract import task_contract
-    from tasks.synthesis.task_spec import as_task
-
     task = as_task(task)
     contract = task_contract(task)
     shape = contract.describe()
@@ -176,8 +170,6 @@ def build_server(package: EnvironmentPackage, workers: int = 1, task: Any = None
     schemas = package.tools
     instructions = None
     if task is not None:
-        from tasks.episode_scoring import TaskRun
-
         run = TaskRun(task)
         task = run.task
         schemas = run.tools(package.tools)

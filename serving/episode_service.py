@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from environments.runtime import Episode, SandboxPool
+from serving.episode_scoring import TaskRun
 
 
 class EpisodeLimitReached(Exception):
@@ -37,7 +38,7 @@ class LiveEpisode:
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
     calls: list[dict[str, Any]] = field(default_factory=list)
-    run: Any = None  # tasks.episode_scoring.TaskRun of a task episode (its calls, submission)
+    run: TaskRun | None = None  # a task episode's run (its calls, submission)
 
 
 class EpisodeService:
@@ -81,8 +82,6 @@ class EpisodeService:
         episode = self.pool.start_episode(package_path)
         live = LiveEpisode(uuid.uuid4().hex, episode, owner_id, environment_id, task_id)
         if task is not None:
-            from tasks.episode_scoring import TaskRun
-
             live.run = TaskRun(task, calls=live.calls)
         with self._lock:
             self._episodes[live.key] = live

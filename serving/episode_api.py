@@ -18,9 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from aw_site.roles import VIEWER
-from environments.episode_service import EpisodeLimitReached, EpisodeNotFound, episode_service
 from environments.models import Environment
 from environments.runtime.episode import ToolCallResult
+from serving.episode_service import EpisodeLimitReached, EpisodeNotFound, episode_service
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE, agent_reward, hides_answers

@@ -64,7 +64,7 @@ class Command(BaseCommand):
         task: int | None = None,
         **options,
     ):
-        from environments.mcp_server import build_http_app, run_stdio
+        from serving.mcp_server import build_http_app, run_stdio
 
         record = resolve_environment(environment)
         spec = resolve_task(record, task) if task is not None else None
