@@ -13,9 +13,9 @@ from aw_site.jobs import enqueue
 from aw_site.jobs_api import JobSerializer
 from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
-from environments.build import submit
-from environments.build.request import BuildRequest, BuildRequestError
-from environments.build.uploads import remove_upload, store_upload
+from environments.builder import submit
+from environments.builder.request import BuildRequest, BuildRequestError
+from environments.builder.uploads import remove_upload, store_upload
 from environments.models import Category, Environment, Theme, Tool
 from environments.versions import with_superseded
 
@@ -33,7 +33,7 @@ class ThemeSerializer(serializers.ModelSerializer):
     environments = serializers.SerializerMethodField()
 
     def get_tool_names(self, theme) -> list[str]:
-        from environments.build.theme_model import theme_tools
+        from environments.builder.theme_model import theme_tools
         from environments.themes_import import theme_dict
 
         return [t.get("name", "") for t in theme_tools(theme_dict(theme))]

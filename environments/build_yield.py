@@ -1,6 +1,6 @@
 """What survived each step of a build, per environment and summed over many builds.
 
-Every build records its stages on `Environment.build_yield` (environments.build.pipeline); a
+Every build records its stages on `Environment.build_yield` (environments.builder.pipeline); a
 theme build also records a `funnel`. This module reads both into one shape for the environment
 page, the API (`yield_funnel`, `GET /api/environments/yield/`) and the console's yield page:
 theme tools -> schema entities -> tools implemented -> tools verified -> tasks synthesized

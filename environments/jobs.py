@@ -13,15 +13,15 @@ from django.db import transaction
 from aw_site.jobs import JobContext, enqueue, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
-from environments.build import pipeline
-from environments.build.request import (
+from environments.builder import pipeline
+from environments.builder.request import (
     THEME_ORIGINS,
     BuildRequest,
     builtin_names,
     builtin_source,
     mcp_target,
 )
-from environments.build.uploads import remove_upload
+from environments.builder.uploads import remove_upload
 from environments.models import Environment, Theme
 from environments.registry import record_package
 
@@ -144,7 +144,7 @@ def run_build(
         environment.transition(Environment.Status.MINING)
         llm = llm_settings() if request.options.use_llm else None
         if theme_row is not None:
-            from environments.build.theme_pipeline import run_theme_pipeline
+            from environments.builder.theme_pipeline import run_theme_pipeline
             from environments.themes_import import theme_dict
 
             outcome = run_theme_pipeline(
@@ -255,7 +255,7 @@ def resolve_theme(ctx: JobContext, request: BuildRequest) -> tuple[Theme, BuildR
     (once: a retry reuses the stored theme). The request gets the theme's category."""
     from dataclasses import replace
 
-    from environments.build.theme_pipeline import category_of
+    from environments.builder.theme_pipeline import category_of
     from environments.mcp_import import MCPImportError, import_mcp_server
     from environments.themes_import import store_theme
 

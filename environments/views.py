@@ -506,8 +506,8 @@ def _pretty(value: Any) -> str:
 
 
 def _build_form_context(values: dict[str, str] | None = None, error: str = "") -> dict[str, Any]:
-    from environments.build.request import builtin_sources
-    from environments.build.uploads import max_upload_bytes, supported_suffixes
+    from environments.builder.request import builtin_sources
+    from environments.builder.uploads import max_upload_bytes, supported_suffixes
     from environments.discovery.taxonomy import TAXONOMY
     from environments.models import Theme
 
@@ -529,9 +529,9 @@ def _build_form_context(values: dict[str, str] | None = None, error: str = "") -
 @require_http_methods(["GET", "POST"])
 def new_environment(request):
     """Upload a file or pick a built-in source; POST queues the build and shows its progress."""
-    from environments.build import submit
-    from environments.build.request import BuildRequestError
-    from environments.build.uploads import store_upload
+    from environments.builder import submit
+    from environments.builder.request import BuildRequestError
+    from environments.builder.uploads import store_upload
 
     if request.method == "GET":
         values = {"theme": request.GET.get("theme", "")}
@@ -561,7 +561,7 @@ def new_environment(request):
                     build_request = submit.mcp_request(values["mcp"], **fields)
             except BuildRequestError:
                 if fields.get("upload_dir"):
-                    from environments.build.uploads import remove_upload
+                    from environments.builder.uploads import remove_upload
 
                     remove_upload(fields["upload_dir"])
                 raise
@@ -612,7 +612,7 @@ def build_progress(request, job: int):
 
 def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The build yield as one row per stage, in pipeline order, for the console."""
-    from environments.build.pipeline import STAGES
+    from environments.builder.pipeline import STAGES
 
     build_yield = build_yield if isinstance(build_yield, dict) else {}
     rows = []
@@ -642,7 +642,7 @@ THEMES_PER_PAGE = 25
 @console_page
 def theme_list(request):
     """Every theme with its tools, category and environments; reviewers build one."""
-    from environments.build.theme_model import theme_tools
+    from environments.builder.theme_model import theme_tools
     from environments.models import Theme
     from environments.themes_import import theme_dict
 
@@ -677,8 +677,8 @@ def theme_list(request):
 @require_http_methods(["POST"])
 def theme_build(request, pk: int):
     """Queue the build of one theme and show its progress."""
-    from environments.build import submit
-    from environments.build.request import BuildRequestError
+    from environments.builder import submit
+    from environments.builder.request import BuildRequestError
 
     fields = {k: request.POST.get(k, "").strip() for k in ("name", "title", "category")}
     fields = {k: v for k, v in fields.items() if v}

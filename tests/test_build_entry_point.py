@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from aw_site.models import Job
-from environments.build import pipeline
+from environments.builder import pipeline
 from environments.models import Environment
 from tests.support.worker import celery_worker, redis_available, wait_for
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aw_site.llm import LLMSettings
-from environments.build.pipeline import design_tools
+from environments.builder.pipeline import design_tools
 from environments.discovery.research_agent import run_python, run_research
 from environments.discovery.search_providers import NoSearch, SearchHit, search_provider
 from environments.discovery.sources import mine_sources, read_provenance

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.build.pipeline import publish
+from environments.builder.pipeline import publish
 from environments.discovery.code_safety import UnsafeCode, check_tool_source
 from environments.discovery.complexify import complexify
 from environments.discovery.sources import mine_sources, read_provenance
