@@ -23,15 +23,27 @@ yield (`llm`) and on the job; the offline implementation stands and the report s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from environments.discovery.sources import mine_sources
 
-from . import pipeline
-from .pipeline import BuildFailed, BuildOutcome, Progress, _quiet
 from .request import BuildRequest, CategoryPath, builtin_source
+from .stages import (
+    BuildOutcome,
+    IngestResult,
+    OriginStages,
+    Progress,
+    StageCallback,
+    StageRefused,
+    ToolsResult,
+    VerifyResult,
+    database_facts,
+    quiet,
+    run_stages,
+    tool_kinds,
+)
 from .theme_data import build_theme_database, builtin_matches, candidate_tables
 from .theme_model import ThemeModel, read_theme
 from .theme_tools import implement_theme_tools
@@ -94,6 +106,160 @@ def design_with_llm(llm: Any, db_path: str, theme: dict, model: ThemeModel, note
     return tools
 
 
+class ThemeStages(OriginStages):
+    """Ingest and tools for a theme: its entities over the closest local data, its tools as
+    code; the verification lists every theme tool that fell and why."""
+
+    def __init__(
+        self, request: BuildRequest, theme: dict, workdir: Path, version: int | None, llm: Any
+    ):
+        super().__init__(request.environment_spec(version))
+        self.request = request
+        self.theme = theme
+        self.workdir = workdir
+        self.llm = llm
+        self.notes: dict[str, Any] = {"theme": theme, "llm": {}}
+        self.model: ThemeModel | None = None
+        self.rejected: list[dict[str, str]] = []
+
+    def ingest(self, progress: Progress) -> IngestResult:
+        """Read the theme into entities and tool plans, then fill its database."""
+        theme, spec = self.theme, self.spec
+        progress(0.05, f"reading the theme {theme_label(theme)}")
+        model = self.model = read_theme(theme)
+        self.rejected = [
+            {"name": p.name, "reason": p.rejected, "stage": "theme"} for p in model.rejected
+        ]
+        theme_facts = {
+            "theme": theme.get("name", ""),
+            "source_kind": theme.get("source_kind", ""),
+            "theme_tools": len(model.plans),
+            "entities": len(model.entities),
+        }
+        if not model.entities:
+            raise StageRefused(
+                "nothing in the theme can be implemented offline: no entity could be read from it"
+                + "".join(f"\n- {r['name']}: {r['reason']}" for r in self.rejected),
+                {**theme_facts, "tables": 0, "rows": 0, "rejected_tools": self.rejected},
+            )
+        candidates = gather_candidates(self.request, model, self.workdir, self.llm, self.notes)
+        progress(0.6, f"{len(model.entities)} entities; filling the database")
+        db = build_theme_database(
+            model,
+            self.workdir / f"{spec.name}.sqlite",
+            candidates,
+            rows=self.request.options.rows,
+            seed=theme.get("name") or spec.name,
+        )
+        facts = {
+            "files": [Path(f).name for f in self.request.files],
+            "datasets": [],
+            **database_facts(db["db_path"], db["provenance"]),
+            **theme_facts,
+            "synthetic_tables": db["synthetic_tables"],
+            "matched_tables": db["matched"],
+        }
+        return IngestResult(Path(db["db_path"]), db["provenance"], facts)
+
+    def schema_facts(self, ingested: IngestResult) -> dict[str, Any]:
+        assert self.model is not None
+        return {"entities": {e.table: e.origins[:3] for e in self.model.entities.values()}}
+
+    def tools(self, ingested: IngestResult, progress: Progress) -> ToolsResult:
+        """Every implementable theme tool as code with tests; the LLM's version too."""
+        model = self.model
+        assert model is not None
+        progress(0.1, "implementing the theme's tools")
+        offline = implement_theme_tools(model, ingested.db_path)
+        designed = None
+        if self.llm is not None:
+            progress(0.5, "asking the LLM to design the theme's tools")
+            designed = design_with_llm(
+                self.llm, str(ingested.db_path), self.theme, model, self.notes
+            )
+        for problem in (self.notes["llm"].get("design") or {}).get("problems", []):
+            name, _, reason = problem.partition(": ")
+            self.rejected.append(
+                {
+                    "name": name,
+                    "reason": f"LLM tool rejected before running: {reason}",
+                    "stage": "llm",
+                }
+            )
+        llm_count = len(designed.names()) if designed is not None else 0
+        facts = {
+            "theme_tools": len(model.plans),
+            "implemented": len(offline.names()),
+            "rejected_offline": len(model.rejected),
+            "llm_tools": llm_count,
+            "generated": len(offline.names()) + llm_count,
+            **tool_kinds(offline),
+        }
+        if not offline.names() and not llm_count:
+            raise StageRefused(
+                "no theme tool could be implemented"
+                + "".join(f"\n- {r['name']}: {r['reason']}" for r in self.rejected),
+                facts,
+            )
+        return ToolsResult(offline, designed, facts)
+
+    def review(self, verified: VerifyResult) -> VerifyResult:
+        """Theme tools are reported as such; every tool that fell is listed with its reason;
+        the kept tools follow the theme's order."""
+        assert self.model is not None
+        report, rejected = verified.report, self.rejected
+        for verdict in report.get("verdicts", []):
+            if verdict.get("origin") == "schema":
+                verdict["origin"] = "theme"
+            if not verdict.get("verified") and not any(
+                r["name"] == verdict["name"] and r["stage"] == verdict["origin"] for r in rejected
+            ):
+                rejected.append(
+                    {
+                        "name": verdict["name"],
+                        "reason": "; ".join(verdict.get("reasons") or []) or "not verified",
+                        "stage": verdict["origin"],
+                    }
+                )
+        verified_names = set(report["verified_tools"])
+        rejected = [r for r in rejected if r["name"] not in verified_names or r["stage"] == "llm"]
+        report["rejected_tools"] = rejected
+        report["theme"] = {
+            "name": self.theme.get("name", ""),
+            "source_kind": self.theme.get("source_kind", ""),
+        }
+        if self.notes["llm"]:
+            report["llm"] = self.notes["llm"]
+        explanation = verified.explanation + "".join(
+            f"\n- {r['name']} ({r['stage']}): {r['reason']}" for r in rejected
+        )
+        kept = verified.kept
+        order = [p.name for p in self.model.plans if p.name in kept.functions]
+        kept = replace(kept, functions={n: kept.functions[n] for n in order})
+        return VerifyResult(report, explanation, kept, rejected)
+
+    def manifest_extra(self, verified: VerifyResult) -> dict[str, Any]:
+        kept, verified_tools = verified.kept, set(verified.report["verified_tools"])
+        origins = {n: ("llm" if o == "llm" else "imported") for n, o in kept.origin.items()}
+        return {
+            "theme": {
+                "name": self.theme.get("name", ""),
+                "title": self.theme.get("title", ""),
+                "source_kind": self.theme.get("source_kind", ""),
+                "provenance": self.theme.get("provenance", {}),
+            },
+            "tool_origins": {n: origins[n] for n in kept.names() if n in verified_tools},
+            "rejected_tools": verified.rejected_tools or [],
+        }
+
+    def summary(self, build_yield: dict[str, Any]) -> dict[str, Any]:
+        """The funnel so far and what the LLM did, kept on the yield after every stage."""
+        kept: dict[str, Any] = {"funnel": funnel(build_yield)}
+        if self.notes["llm"]:
+            kept["llm"] = dict(self.notes["llm"])
+        return kept
+
+
 def run_theme_pipeline(
     request: BuildRequest,
     theme: dict,
@@ -103,207 +269,20 @@ def run_theme_pipeline(
     version: int | None = None,
     llm: Any = None,
     pool: Any = None,
-    progress: Progress = _quiet,
-    on_stage: Callable[[str, dict[str, Any]], None] | None = None,
+    progress: Progress = quiet,
+    on_stage: StageCallback | None = None,
 ) -> BuildOutcome:
     """All five stages for one theme. Raises BuildFailed naming the stage that failed."""
-    workdir = Path(workdir)
-    build_yield: dict[str, Any] = {}
-    spec = request.spec()
-    spec["datasets"] = []
-    if version is not None:
-        spec["version"] = version
-    notes: dict[str, Any] = {"theme": theme, "llm": {}}
-
-    def span(stage: str) -> Progress:
-        start, end = pipeline.STAGE_SPANS[stage]
-        return lambda fraction, message="": progress(start + (end - start) * fraction, message)
-
-    def done(stage: str, values: dict[str, Any]) -> None:
-        build_yield[stage] = values
-        build_yield["funnel"] = funnel(build_yield)
-        if notes["llm"]:
-            build_yield["llm"] = dict(notes["llm"])
-        if on_stage is not None:
-            on_stage(stage, dict(build_yield))
-
-    def step(stage: str, function: Callable[[], Any]) -> Any:
-        try:
-            return function()
-        except BuildFailed:
-            raise
-        except Exception as exc:
-            raise BuildFailed(stage, f"{type(exc).__name__}: {exc}", build_yield) from exc
-
-    # ingest: read the theme, fill the database
-    def ingest() -> dict[str, Any]:
-        span("ingest")(0.05, f"reading the theme {theme_label(theme)}")
-        model = read_theme(theme)
-        if not model.entities:
-            return {"model": model, "db": None}
-        candidates = gather_candidates(request, model, workdir, llm, notes)
-        span("ingest")(0.6, f"{len(model.entities)} entities; filling the database")
-        db = build_theme_database(
-            model,
-            workdir / f"{spec['name']}.sqlite",
-            candidates,
-            rows=request.options.rows,
-            seed=theme.get("name") or spec["name"],
-        )
-        return {"model": model, "db": db}
-
-    ingested = step("ingest", ingest)
-    model: ThemeModel = ingested["model"]
-    rejected = [{"name": p.name, "reason": p.rejected, "stage": "theme"} for p in model.rejected]
-    theme_yield = {
-        "theme": theme.get("name", ""),
-        "source_kind": theme.get("source_kind", ""),
-        "theme_tools": len(model.plans),
-        "entities": len(model.entities),
-    }
-    if ingested["db"] is None:
-        done("ingest", {**theme_yield, "tables": 0, "rows": 0, "rejected_tools": rejected})
-        raise BuildFailed(
-            "ingest",
-            "nothing in the theme can be implemented offline: no entity could be read from it"
-            + "".join(f"\n- {r['name']}: {r['reason']}" for r in rejected),
-            build_yield,
-        )
-    db = ingested["db"]
-    db_path = db["db_path"]
-    ingest_values = pipeline.ingest_yield(spec, db_path, db["provenance"])
-    ingest_values.update(theme_yield)
-    ingest_values["synthetic_tables"] = db["synthetic_tables"]
-    ingest_values["matched_tables"] = db["matched"]
-    done("ingest", ingest_values)
-
-    def schema() -> dict[str, Any]:
-        values = pipeline.schema_yield(db_path)
-        if not spec["category"]:
-            spec["category"] = pipeline.classify_database(spec, db_path).as_dict()
-            values["category_classified"] = True
-        values["category"] = spec["category"]
-        values["entities"] = {e.table: e.origins[:3] for e in model.entities.values()}
-        return values
-
-    done("schema", step("schema", schema))
-
-    def tools() -> dict[str, Any]:
-        span("tools")(0.1, "implementing the theme's tools")
-        offline = implement_theme_tools(model, db_path)
-        designed = None
-        if llm is not None:
-            span("tools")(0.5, "asking the LLM to design the theme's tools")
-            designed = design_with_llm(llm, db_path, theme, model, notes)
-        return {"offline": offline, "llm": designed}
-
-    designed = step("tools", tools)
-    offline, llm_tools = designed["offline"], designed["llm"]
-    rejected = [{"name": p.name, "reason": p.rejected, "stage": "theme"} for p in model.rejected]
-    for problem in (notes["llm"].get("design") or {}).get("problems", []):
-        name, _, reason = problem.partition(": ")
-        rejected.append(
-            {"name": name, "reason": f"LLM tool rejected before running: {reason}", "stage": "llm"}
-        )
-    done(
-        "tools",
-        {
-            "theme_tools": len(model.plans),
-            "implemented": len(offline.names()),
-            "rejected_offline": len(model.rejected),
-            "llm_tools": len(llm_tools.names()) if llm_tools is not None else 0,
-            "generated": len(offline.names()) + (len(llm_tools.names()) if llm_tools else 0),
-            "read": sum(1 for k in offline.kinds.values() if k == "read"),
-            "write": sum(1 for k in offline.kinds.values() if k == "write"),
-        },
+    stages = ThemeStages(request, theme, Path(workdir), version, llm)
+    return run_stages(
+        stages,
+        root=root,
+        threshold=request.options.threshold,
+        min_tools=request.min_tools,
+        pool=pool,
+        progress=progress,
+        on_stage=on_stage,
     )
-    if not offline.names() and not (llm_tools and llm_tools.names()):
-        raise BuildFailed(
-            "tools",
-            "no theme tool could be implemented"
-            + "".join(f"\n- {r['name']}: {r['reason']}" for r in rejected),
-            build_yield,
-        )
-
-    checked = step(
-        "verify",
-        lambda: pipeline.verify_environment(
-            spec["name"],
-            db_path,
-            offline.as_dict(),
-            llm_tools.as_dict() if llm_tools is not None else None,
-            spec["category"],
-            threshold=request.options.threshold,
-            min_tools=request.min_tools,
-            pool=pool,
-            progress=span("verify"),
-        ),
-    )
-    report = checked["report"]
-    for verdict in report.get("verdicts", []):
-        if verdict.get("origin") == "schema":
-            verdict["origin"] = "theme"
-        if not verdict.get("verified") and not any(
-            r["name"] == verdict["name"] and r["stage"] == verdict["origin"] for r in rejected
-        ):
-            rejected.append(
-                {
-                    "name": verdict["name"],
-                    "reason": "; ".join(verdict.get("reasons") or []) or "not verified",
-                    "stage": verdict["origin"],
-                }
-            )
-    verified_names = set(report["verified_tools"])
-    rejected = [r for r in rejected if r["name"] not in verified_names or r["stage"] == "llm"]
-    report["rejected_tools"] = rejected
-    report["theme"] = {"name": theme.get("name", ""), "source_kind": theme.get("source_kind", "")}
-    if notes["llm"]:
-        report["llm"] = notes["llm"]
-    done(
-        "verify",
-        {
-            "tested": len(report.get("verdicts", [])),
-            "verified": len(report["verified_tools"]),
-            "rejected": len(rejected),
-            "threshold": request.options.threshold,
-            "min_tools": request.min_tools,
-            "passed": bool(report["verified"]),
-            "summary": report.get("summary", ""),
-            "rejected_tools": rejected,
-        },
-    )
-    explanation = checked["explanation"] + "".join(
-        f"\n- {r['name']} ({r['stage']}): {r['reason']}" for r in rejected
-    )
-    if not report["verified"]:
-        failed = BuildFailed("verify", explanation[:5000], build_yield)
-        failed.report = report
-        raise failed
-    kept = checked["tools"]
-    origins = {
-        name: ("llm" if origin == "llm" else "imported") for name, origin in kept["origin"].items()
-    }
-    order = [p.name for p in model.plans if p.name in kept["functions"]]
-    kept["functions"] = {n: kept["functions"][n] for n in order}
-    extra = {
-        "theme": {
-            "name": theme.get("name", ""),
-            "title": theme.get("title", ""),
-            "source_kind": theme.get("source_kind", ""),
-            "provenance": theme.get("provenance", {}),
-        },
-        "tool_origins": {n: origins[n] for n in order if n in report["verified_tools"]},
-        "rejected_tools": rejected,
-    }
-    path = step(
-        "publish",
-        lambda: pipeline.publish(root, spec, db_path, kept, report, span("publish"), extra),
-    )
-    done(
-        "publish",
-        {"path": path, "version": int(Path(path).name[1:]), "tools": len(report["verified_tools"])},
-    )
-    return BuildOutcome(path, report, explanation, spec["category"], build_yield)
 
 
 def funnel(build_yield: dict[str, Any]) -> dict[str, Any]:
