@@ -58,8 +58,6 @@ def request_from_submission(
         if upload is not None:
             raise BuildRequestError(SOURCE_AND_FILE)
         return submit.source_request(origins["source"], **fields)
-    if "mcp" in origins:
-        submit.check_may_start_commands(user, origins["mcp"])
     stored = None
     if upload is not None:
         check_name_and_size(upload.name or "", upload.size)
@@ -75,7 +73,9 @@ def request_from_submission(
     try:
         if "theme" in origins:
             return submit.theme_request(origins["theme"], **fields)
-        return submit.mcp_request(origins["mcp"], **fields)
+        request = submit.mcp_request(origins["mcp"], **fields)
+        submit.check_may_start_commands(user, request.mcp)
+        return request
     except BaseException:
         if stored is not None:
             remove_upload(stored.directory)

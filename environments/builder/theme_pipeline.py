@@ -1,9 +1,10 @@
 """A theme becomes an environment: the build stages for origins `theme` and `mcp`.
 
-The same five stages as every build (ingest -> schema -> tools -> verify -> publish), each
-recording what survived it on `Environment.build_yield`, plus a `funnel` summary (theme tools ->
-schema entities -> tools implemented -> tools verified; tasks synthesized is read from the
-environment when it is shown):
+`ThemeStages` brings the theme's own ingest and tools stages to the one stage runner
+(`stages.run_stages`), which runs them with the shared schema, verify and publish stages and
+records what survived each on `Environment.build_yield`; a theme also keeps a `funnel` summary
+there (theme tools -> schema entities -> tools implemented -> tools verified; tasks synthesized is
+read from the environment when it is shown):
 
 - ingest: the theme is read into entities and tool plans (`theme_model`), and the database is
   filled from the closest local data (a built-in source that names an entity, the one the
