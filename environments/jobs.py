@@ -14,7 +14,13 @@ from aw_site.jobs import JobContext, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
 from environments.builder.publish import next_version_on_disk
-from environments.builder.request import THEME_ORIGINS, BuildRequest, builtin_names, mcp_target
+from environments.builder.request import (
+    THEME_ORIGINS,
+    BuildRequest,
+    CategoryPath,
+    builtin_names,
+    mcp_target,
+)
 from environments.builder.stages import BuildFailed
 from environments.builder.submit import queue_build
 from environments.builder.uploads import remove_upload
@@ -349,7 +355,7 @@ def complexify_environment(
     ``tables``: only these tables grow (None: all). The result says what was added where; the
     new version records its build yield like every build."""
     from environments.builder.complexify import GrowthPlan, ParentPackage, run_complexify
-    from environments.builder.request import CategoryPath, EnvironmentSpec
+    from environments.builder.request import EnvironmentSpec
 
     base = Environment.objects.get(pk=environment)
     orphan = ctx.saved.get("publishing")
@@ -359,7 +365,7 @@ def complexify_environment(
         name=base.name,
         title=base.title,
         description=base.description,
-        category=CategoryPath.parse(base.manifest.get("category") or None),
+        category=published_category(base.manifest.get("category")),
         version=next_version(base.name),
     )
     ctx.checkpoint(publishing=str(packages_root() / base.name / f"v{spec.version}"))
@@ -414,6 +420,15 @@ def complexify_environment(
         "rows_added": growth.rows_added,
         "edge_cases": growth.edge_cases,
     }
+
+
+def published_category(category: dict[str, str] | None) -> CategoryPath | None:
+    """A published package's category as it stands (it was checked when it was built)."""
+    if not category or not category.get("primary"):
+        return None
+    return CategoryPath(
+        category["primary"], category.get("secondary", ""), category.get("tertiary", "")
+    )
 
 
 @job("environments.import_themes")
