@@ -478,8 +478,8 @@ def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext)
     proposal names, else the first not built yet, its subcategory first), else an unbuilt
     offline data source there (its subcategory first); with an LLM configured the theme build
     runs the research and tool-design agents."""
-    from environments.build import submit
-    from environments.build.request import BuildRequest, builtin_sources
+    from environments.builder import submit
+    from environments.builder.request import BuildRequest, builtin_sources
     from environments.jobs import run_build
 
     category = proposal.category

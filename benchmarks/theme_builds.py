@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aw_site.settings")
 
-from environments.build.pipeline import BuildFailed  # noqa: E402
-from environments.build.request import BuildRequest  # noqa: E402
-from environments.build.theme_pipeline import run_theme_pipeline  # noqa: E402
+from environments.builder.request import BuildRequest  # noqa: E402
+from environments.builder.stages import BuildFailed  # noqa: E402
+from environments.builder.theme_pipeline import run_theme_pipeline  # noqa: E402
 from environments.discovery.themes import (  # noqa: E402
     ThemeError,
     load_theme_file,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -13,9 +12,9 @@ from aw_site.jobs import enqueue
 from aw_site.jobs_api import JobSerializer
 from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
-from environments.build import submit
-from environments.build.request import BuildRequest, BuildRequestError
-from environments.build.uploads import remove_upload, store_upload
+from environments.builder import submit
+from environments.builder.dispatch import queue_submission, request_from_submission
+from environments.builder.request import BuildRequestError
 from environments.models import Category, Environment, Theme, Tool
 from environments.versions import with_superseded
 
@@ -33,7 +32,7 @@ class ThemeSerializer(serializers.ModelSerializer):
     environments = serializers.SerializerMethodField()
 
     def get_tool_names(self, theme) -> list[str]:
-        from environments.build.theme_model import theme_tools
+        from environments.builder.theme_model import theme_tools
         from environments.themes_import import theme_dict
 
         return [t.get("name", "") for t in theme_tools(theme_dict(theme))]
@@ -164,18 +163,13 @@ class ThemeViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def build(self, request, pk=None):
         """Build this theme into an environment: optional name, title, category, options."""
         theme = self.get_object()
-        fields = BuildFieldsSerializer(data=request.data or {})
-        fields.is_valid(raise_exception=True)
-        values = {
-            k: v
-            for k, v in fields.validated_data.items()
-            if v not in ("", None) and k not in ("source", "theme", "mcp")
-        }
+        data = request.data if isinstance(request.data, dict) else {}
+        fields = {k: v for k, v in data.items() if k not in ("source", "theme", "mcp")}
         try:
-            build_request = submit.theme_request(theme.pk, **values)
+            build_request = request_from_submission({**fields, "theme": theme.pk}, {}, request.user)
         except BuildRequestError as exc:
             return refuse(str(exc))
-        job = submit.queue_build(build_request, request.user)
+        job = queue_submission(build_request, request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     def perform_create(self, serializer):
@@ -210,36 +204,6 @@ class ThemeImportSerializer(serializers.Serializer):
         if not any(attrs.get(k) for k in ("documents", "mcp_command", "mcp_url")):
             raise serializers.ValidationError("give documents, an mcp_command or an mcp_url")
         return attrs
-
-
-class BuildEnvironmentsSerializer(serializers.Serializer):
-    """The bulk form: {"sources": [NAME, ...]} (all built-in sources when omitted)."""
-
-    sources = serializers.ListField(
-        child=serializers.CharField(max_length=120), required=False, max_length=200
-    )
-    workers = serializers.IntegerField(min_value=1, max_value=64, default=2)
-
-    def validate_sources(self, names):
-        for name in names:
-            try:
-                BuildRequest.for_source(name)
-            except BuildRequestError as exc:
-                raise serializers.ValidationError(str(exc)) from exc
-        return names
-
-
-class BuildFieldsSerializer(serializers.Serializer):
-    """One build: {"source": NAME, ...} as JSON, or multipart with a `file`."""
-
-    source = serializers.CharField(max_length=120, required=False, allow_blank=True)
-    theme = serializers.IntegerField(required=False, min_value=1)
-    mcp = serializers.CharField(max_length=1000, required=False, allow_blank=True)
-    name = serializers.CharField(max_length=60, required=False, allow_blank=True)
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
-    category = serializers.CharField(max_length=400, required=False, allow_blank=True)
-    options = serializers.DictField(required=False)
 
 
 def refuse(message: str) -> Response:
@@ -289,80 +253,19 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
 
     @action(detail=False, methods=["post"], parser_classes=[SafeJSONParser, MultiPartParser])
     def build(self, request):
-        """Build one environment from a built-in source (JSON {"source": NAME}) or an uploaded
-        file (multipart: file, name, title, category "Primary/Secondary/Tertiary"), or many
-        built-in sources ({"sources": [...]}). Everything is validated before a job is queued;
-        the answer is the job (202)."""
+        """Build one environment from a built-in source (JSON {"source": NAME}), an uploaded
+        file (multipart: file, name, title, category "Primary/Secondary/Tertiary"), a theme or
+        an MCP server, or many built-in sources ({"sources": [...]}). Everything is validated
+        before a job is queued (environments.builder.dispatch, as the console's form); the
+        answer is the job (202)."""
         # A multipart body over AW_MAX_UPLOAD_BYTES is refused before parsing by
-        # aw_site.middleware.RequestSizeLimitMiddleware; the file's own size is checked here.
-        limit = settings.AW_MAX_UPLOAD_BYTES
-        data = request.data
-        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
-        bulk = isinstance(data, dict) and "sources" in data and not data.get("source")
-        if upload is None and bulk:
-            return self._build_many(request)
-        fields = BuildFieldsSerializer(data=data)
-        fields.is_valid(raise_exception=True)
-        values = {k: v for k, v in fields.validated_data.items() if v not in ("", None)}
-        source = values.pop("source", "")
-        theme = values.pop("theme", None)
-        mcp = values.pop("mcp", "")
+        # aw_site.middleware.RequestSizeLimitMiddleware; the file's own size is checked after.
+        files = request.FILES if hasattr(request, "FILES") else {}
         try:
-            if theme is not None or mcp:
-                if theme is not None and mcp:
-                    raise BuildRequestError("give a theme or an MCP server, not both")
-                if upload is not None:
-                    if upload.size > limit:
-                        raise BuildRequestError(
-                            f"{upload.name}: file too large ({upload.size} bytes; limit {limit} bytes)"
-                        )
-                    stored = store_upload(upload.chunks(), upload.name or "")
-                    values.update(
-                        files=[str(stored.path)],
-                        filename=stored.filename,
-                        upload_dir=str(stored.directory),
-                    )
-                try:
-                    if source:
-                        raise BuildRequestError(
-                            "give a theme, an MCP server or a built-in source, not two"
-                        )
-                    if theme is not None:
-                        build_request = submit.theme_request(theme, **values)
-                    else:
-                        build_request = submit.mcp_request(mcp, **values)
-                except BuildRequestError:
-                    if values.get("upload_dir"):
-                        remove_upload(values["upload_dir"])
-                    raise
-            elif upload is not None:
-                if source:
-                    raise BuildRequestError("give a built-in source or a file, not both")
-                if upload.size > limit:
-                    raise BuildRequestError(
-                        f"{upload.name}: file too large ({upload.size} bytes; limit {limit} bytes)"
-                    )
-                stored = store_upload(upload.chunks(), upload.name or "")
-                build_request = submit.upload_request(stored, **values)
-            elif request.content_type.startswith("multipart/") and not source:
-                raise BuildRequestError("no file: send the file in the multipart field 'file'")
-            else:
-                build_request = submit.source_request(source, **values)
+            build_request = request_from_submission(request.data, files, request.user)
         except BuildRequestError as exc:
             return refuse(str(exc))
-        job = submit.queue_build(build_request, request.user)
-        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-    def _build_many(self, request):
-        payload = BuildEnvironmentsSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        with transaction.atomic():
-            job = enqueue(
-                "environments.build_catalogue",
-                payload.validated_data,
-                user=request.user,
-                target="catalogue",
-            )
+        job = queue_submission(build_request, request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

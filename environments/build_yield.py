@@ -1,6 +1,6 @@
 """What survived each step of a build, per environment and summed over many builds.
 
-Every build records its stages on `Environment.build_yield` (environments.build.pipeline); a
+Every build records its stages on `Environment.build_yield` (environments.builder.stages); a
 theme build also records a `funnel`. This module reads both into one shape for the environment
 page, the API (`yield_funnel`, `GET /api/environments/yield/`) and the console's yield page:
 theme tools -> schema entities -> tools implemented -> tools verified -> tasks synthesized
@@ -31,6 +31,8 @@ def origin_of(build_yield: dict[str, Any]) -> str:
     ingest = build_yield.get("ingest") or {}
     if "theme_tools" in ingest:
         return f"theme ({ingest.get('source_kind') or 'theme'})"
+    if ingest.get("complexified_from"):
+        return "complexified"
     if ingest.get("files"):
         return "upload"
     if ingest:

@@ -10,18 +10,20 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from aw_site.jobs import JobContext, enqueue, interrupted, job
+from aw_site.jobs import JobContext, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
-from environments.build import pipeline
-from environments.build.request import (
+from environments.builder.publish import next_version_on_disk
+from environments.builder.request import (
     THEME_ORIGINS,
     BuildRequest,
+    CategoryPath,
     builtin_names,
-    builtin_source,
     mcp_target,
 )
-from environments.build.uploads import remove_upload
+from environments.builder.stages import BuildFailed
+from environments.builder.submit import queue_build
+from environments.builder.uploads import remove_upload
 from environments.models import Environment, Theme
 from environments.registry import record_package
 
@@ -32,16 +34,6 @@ def packages_root() -> Path:
     return root
 
 
-def starter_spec(name: str) -> dict[str, Any]:
-    """A built-in source's spec (sources.json); ValueError naming the known ones otherwise."""
-    return builtin_source(name)
-
-
-def stage(ctx: JobContext, start: float, end: float):
-    """A progress callback mapping a stage's 0..1 onto the job's [start, end]."""
-    return lambda fraction, message="": ctx.progress(start + (end - start) * fraction, message)
-
-
 @job("environments.build_catalogue")
 def build_catalogue(
     ctx: JobContext, sources: list[str] | None = None, workers: int = 2
@@ -49,16 +41,8 @@ def build_catalogue(
     """Fan out one build job per source to the sandbox queue, so workers build in parallel."""
     names = sources or builtin_names()
     requests = [BuildRequest.for_source(name) for name in names]  # refuse unknown names first
-    children = []
     with transaction.atomic():
-        for request in requests:
-            child = enqueue(
-                "environments.build",
-                request.as_dict(),
-                user=ctx.job.created_by,
-                target=request.target,
-            )
-            children.append(child.pk)
+        children = [queue_build(request, ctx.job.created_by).pk for request in requests]
     ctx.progress(1.0, f"enqueued {len(children)} environment builds")
     return {"jobs": children}
 
@@ -144,7 +128,7 @@ def run_build(
         environment.transition(Environment.Status.MINING)
         llm = llm_settings() if request.options.use_llm else None
         if theme_row is not None:
-            from environments.build.theme_pipeline import run_theme_pipeline
+            from environments.builder.theme_pipeline import run_theme_pipeline
             from environments.themes_import import theme_dict
 
             outcome = run_theme_pipeline(
@@ -158,7 +142,9 @@ def run_build(
                 on_stage=record_yield,
             )
         else:
-            outcome = pipeline.run_pipeline(
+            from environments.builder.pipeline import run_pipeline
+
+            outcome = run_pipeline(
                 request,
                 root=packages_root(),
                 workdir=workdir,
@@ -178,12 +164,12 @@ def run_build(
             "path": outcome.path,
             "build_yield": outcome.build_yield,
         }
-    except pipeline.BuildFailed as exc:
+    except BuildFailed as exc:
         if exc.__cause__ is not None and interrupted(exc.__cause__):
             final = False
             raise exc.__cause__ from None  # the retry discards this draft and builds again
         remove_unrecorded_package(packages_root() / request.name / f"v{environment.version}")
-        reject_draft(environment, str(exc), exc.build_yield, getattr(exc, "report", None))
+        reject_draft(environment, str(exc), exc.build_yield, exc.report)
         if exc.stage == "verify" and not fail_on_reject:
             return {"environment": environment.pk, "verified": False}
         raise
@@ -255,7 +241,7 @@ def resolve_theme(ctx: JobContext, request: BuildRequest) -> tuple[Theme, BuildR
     (once: a retry reuses the stored theme). The request gets the theme's category."""
     from dataclasses import replace
 
-    from environments.build.theme_pipeline import category_of
+    from environments.builder.theme_pipeline import category_of
     from environments.mcp_import import MCPImportError, import_mcp_server
     from environments.themes_import import store_theme
 
@@ -334,7 +320,7 @@ def next_version(name: str) -> int:
         .values_list("version", flat=True)
         .first()
     )
-    on_disk = pipeline.next_version_on_disk(packages_root(), name) - 1
+    on_disk = next_version_on_disk(packages_root(), name) - 1
     return max(latest or 0, on_disk) + 1
 
 
@@ -366,85 +352,83 @@ def complexify_environment(
     tables: list[str] | None = None,
 ) -> dict[str, Any]:
     """A new version whose database has more rows, edge cases and links; tools re-verified.
-    ``tables``: only these tables grow (None: all). The result says what was added where."""
-    from environments.discovery.complexify import complexify
-    from environments.discovery.sources.base import restore_provenance
+    ``tables``: only these tables grow (None: all). The result says what was added where; the
+    new version records its build yield like every build."""
+    from environments.builder.complexify import GrowthPlan, ParentPackage, run_complexify
+    from environments.builder.request import EnvironmentSpec
 
     base = Environment.objects.get(pk=environment)
-    interrupted = ctx.saved.get("publishing")
-    if interrupted and remove_unrecorded_package(Path(interrupted)):
-        ctx.log(f"removed {interrupted}, published but never recorded by an earlier attempt")
-    spec = {
-        "name": base.name,
-        "title": base.title,
-        "description": base.description,
-        "category": base.manifest.get("category", {}),
-    }
+    orphan = ctx.saved.get("publishing")
+    if orphan and remove_unrecorded_package(Path(orphan)):
+        ctx.log(f"removed {orphan}, published but never recorded by an earlier attempt")
+    spec = EnvironmentSpec(
+        name=base.name,
+        title=base.title,
+        description=base.description,
+        category=published_category(base.manifest.get("category")),
+        version=next_version(base.name),
+    )
+    ctx.checkpoint(publishing=str(packages_root() / base.name / f"v{spec.version}"))
+    parent = ParentPackage(
+        base.label, Path(base.package_path) / "state.sqlite", list(base.provenance)
+    )
+    plan = GrowthPlan(
+        rounds, rows_per_table, seed, frozenset(tables) if tables is not None else None
+    )
     workdir = Path(tempfile.mkdtemp(prefix=f"aw-complexify-{base.name}-"))
     try:
-        db_path = workdir / "state.sqlite"
-        shutil.copyfile(Path(base.package_path) / "state.sqlite", db_path)
-        restore_provenance(db_path, base.provenance)
-        records = complexify(
-            db_path,
-            rounds=rounds,
-            rows_per_table=rows_per_table,
-            seed=seed,
-            only_tables=set(tables) if tables is not None else None,
+        outcome, growth = run_complexify(
+            spec,
+            parent,
+            plan,
+            root=packages_root(),
+            workdir=workdir,
+            llm=llm_settings(),
+            progress=ctx.progress,
+            on_stage=lambda stage, build_yield: ctx.log(
+                f"{stage}: {_yield_line(build_yield[stage])}"
+            ),
         )
-        ctx.progress(0.3, f"complexified in {len(records)} round(s)")
-        designed = pipeline.design_tools(
-            db_path, base.title, llm_settings(), None, stage(ctx, 0.3, 0.4)
-        )
-        checked = pipeline.verify_environment(
-            base.name,
-            db_path,
-            designed["schema_tools"],
-            designed["llm_tools"],
-            spec["category"],
-            progress=stage(ctx, 0.4, 0.9),
-        )
-        if not checked["report"]["verified"]:
-            raise ValueError(
-                f"complexified {base.label} did not verify: {checked['explanation'][:500]}"
-            )
-        spec["version"] = next_version(base.name)
-        ctx.checkpoint(publishing=str(packages_root() / base.name / f"v{spec['version']}"))
-        path = pipeline.publish(packages_root(), spec, db_path, checked["tools"], checked["report"])
-        history = [record.__dict__ if hasattr(record, "__dict__") else record for record in records]
-        with transaction.atomic():
-            recorded = record_package(
-                path, verification=checked["report"], theme=base.theme, parent=base
-            )
-            Environment.objects.filter(pk=recorded.pk).update(
-                provenance=recorded.provenance
-                + [
-                    {
-                        "table": "*",
-                        "source": base.label,
-                        "kind": "complexified",
-                        "detail": str(history)[:2000],
-                    }
-                ]
-            )
-        rows_added: dict[str, int] = {}
-        edge_cases: dict[str, int] = {}
-        for record in records:
-            for table, count in record.added_rows.items():
-                rows_added[table] = rows_added.get(table, 0) + count
-            for case in record.edge_cases:
-                table = case.split(".")[0]
-                edge_cases[table] = edge_cases.get(table, 0) + 1
-        return {
-            "environment": recorded.pk,
-            "parent": base.pk,
-            "version": recorded.version,
-            "rounds": len(records),
-            "rows_added": rows_added,
-            "edge_cases": edge_cases,
-        }
+    except BuildFailed as exc:
+        if exc.__cause__ is not None and interrupted(exc.__cause__):
+            raise exc.__cause__ from None  # the retry grows the version again
+        raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    history = [record.__dict__ for record in growth.records]
+    with transaction.atomic():
+        recorded = record_package(
+            outcome.path, verification=outcome.report, theme=base.theme, parent=base
+        )
+        Environment.objects.filter(pk=recorded.pk).update(
+            build_yield=outcome.build_yield,
+            provenance=recorded.provenance
+            + [
+                {
+                    "table": "*",
+                    "source": base.label,
+                    "kind": "complexified",
+                    "detail": str(history)[:2000],
+                }
+            ],
+        )
+    return {
+        "environment": recorded.pk,
+        "parent": base.pk,
+        "version": recorded.version,
+        "rounds": len(growth.records),
+        "rows_added": growth.rows_added,
+        "edge_cases": growth.edge_cases,
+    }
+
+
+def published_category(category: dict[str, str] | None) -> CategoryPath | None:
+    """A published package's category as it stands (it was checked when it was built)."""
+    if not category or not category.get("primary"):
+        return None
+    return CategoryPath(
+        category["primary"], category.get("secondary", ""), category.get("tertiary", "")
+    )
 
 
 @job("environments.import_themes")

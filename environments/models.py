@@ -180,7 +180,7 @@ class Environment(models.Model):
     build_yield = models.JSONField(
         default=dict,
         blank=True,
-        help_text="What survived each build stage (environments.build.pipeline.STAGES): files, "
+        help_text="What survived each build stage (environments.builder.stages.STAGES): files, "
         "tables, rows, inferred keys, tools generated, tools verified",
     )
     table_count = models.PositiveIntegerField(default=0)

@@ -506,8 +506,8 @@ def _pretty(value: Any) -> str:
 
 
 def _build_form_context(values: dict[str, str] | None = None, error: str = "") -> dict[str, Any]:
-    from environments.build.request import builtin_sources
-    from environments.build.uploads import max_upload_bytes, supported_suffixes
+    from environments.builder.request import builtin_sources
+    from environments.builder.uploads import max_upload_bytes, supported_suffixes
     from environments.discovery.taxonomy import TAXONOMY
     from environments.models import Theme
 
@@ -528,10 +528,10 @@ def _build_form_context(values: dict[str, str] | None = None, error: str = "") -
 @role_required(REVIEWER)
 @require_http_methods(["GET", "POST"])
 def new_environment(request):
-    """Upload a file or pick a built-in source; POST queues the build and shows its progress."""
-    from environments.build import submit
-    from environments.build.request import BuildRequestError
-    from environments.build.uploads import store_upload
+    """Upload a file or pick a built-in source, a theme or an MCP server; POST queues the build
+    and shows its progress. The submission is read as the REST API reads it."""
+    from environments.builder.dispatch import queue_submission, request_from_submission
+    from environments.builder.request import BuildRequestError
 
     if request.method == "GET":
         values = {"theme": request.GET.get("theme", "")}
@@ -540,42 +540,13 @@ def new_environment(request):
         k: request.POST.get(k, "").strip()
         for k in ("source", "theme", "mcp", "name", "title", "description", "category")
     }
-    fields = {k: v for k, v in values.items() if v and k not in ("source", "theme", "mcp")}
-    upload = request.FILES.get("file")
+    form = {k: v for k, v in values.items() if v}  # the form sends every field, most empty
     try:
-        chosen = [k for k in ("source", "theme", "mcp") if values[k]]
-        if len(chosen) > 1:
-            raise BuildRequestError(f"give one of {' or '.join(chosen)}, not {len(chosen)}")
-        if values["theme"] or values["mcp"]:
-            if upload is not None:
-                stored = store_upload(upload.chunks(), upload.name or "")
-                fields.update(
-                    files=[str(stored.path)],
-                    filename=stored.filename,
-                    upload_dir=str(stored.directory),
-                )
-            try:
-                if values["theme"]:
-                    build_request = submit.theme_request(values["theme"], **fields)
-                else:
-                    build_request = submit.mcp_request(values["mcp"], **fields)
-            except BuildRequestError:
-                if fields.get("upload_dir"):
-                    from environments.build.uploads import remove_upload
-
-                    remove_upload(fields["upload_dir"])
-                raise
-        elif upload is not None and values["source"]:
-            raise BuildRequestError("give a built-in source or a file, not both")
-        elif upload is not None:
-            stored = store_upload(upload.chunks(), upload.name or "")
-            build_request = submit.upload_request(stored, **fields)
-        else:
-            build_request = submit.source_request(values["source"], **fields)
+        build_request = request_from_submission(form, request.FILES, request.user)
     except BuildRequestError as exc:
         context = _build_form_context(values, str(exc))
         return render(request, "environments/new.html", context, status=400)
-    job = submit.queue_build(build_request, request.user)
+    job = queue_submission(build_request, request.user)
     return redirect("environment-build", job=job.pk)
 
 
@@ -612,7 +583,7 @@ def build_progress(request, job: int):
 
 def yield_rows(build_yield: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The build yield as one row per stage, in pipeline order, for the console."""
-    from environments.build.pipeline import STAGES
+    from environments.builder.stages import STAGES
 
     build_yield = build_yield if isinstance(build_yield, dict) else {}
     rows = []
@@ -642,7 +613,7 @@ THEMES_PER_PAGE = 25
 @console_page
 def theme_list(request):
     """Every theme with its tools, category and environments; reviewers build one."""
-    from environments.build.theme_model import theme_tools
+    from environments.builder.theme_model import theme_tools
     from environments.models import Theme
     from environments.themes_import import theme_dict
 
@@ -677,8 +648,8 @@ def theme_list(request):
 @require_http_methods(["POST"])
 def theme_build(request, pk: int):
     """Queue the build of one theme and show its progress."""
-    from environments.build import submit
-    from environments.build.request import BuildRequestError
+    from environments.builder import submit
+    from environments.builder.request import BuildRequestError
 
     fields = {k: request.POST.get(k, "").strip() for k in ("name", "title", "category")}
     fields = {k: v for k, v in fields.items() if v}

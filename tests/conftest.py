@@ -109,8 +109,8 @@ def starter_package_paths(tmp_path_factory):
 @pytest.fixture(scope="session")
 def foreign_package_path(tmp_path_factory):
     """A foreign SQLite database (tests/support/foreign_db.py) built into a verified package."""
-    from environments.build.pipeline import run_pipeline
-    from environments.build.request import BuildRequest
+    from environments.builder.pipeline import run_pipeline
+    from environments.builder.request import BuildRequest
     from environments.runtime import SandboxPool
     from tests.support.foreign_db import build_foreign_sqlite
 

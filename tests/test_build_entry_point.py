@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from aw_site.models import Job
-from environments.build import pipeline
+from environments.builder import publish, stages
 from environments.models import Environment
 from tests.support.worker import celery_worker, redis_available, wait_for
 
@@ -88,7 +88,7 @@ def assert_verified_with_yield(environment: Environment) -> None:
     assert environment.status == "verified", environment.failure_reason
     assert environment.tool_count >= 5
     assert environment.tools.filter(verified=True).count() == environment.tool_count
-    assert set(environment.build_yield) == set(pipeline.STAGES)  # jsonb keeps no key order
+    assert set(environment.build_yield) == set(stages.STAGES)  # jsonb keeps no key order
     assert environment.build_yield["ingest"]["rows"] == environment.row_count > 0
     assert environment.build_yield["verify"]["verified"] == environment.tool_count
     assert environment.build_yield["tools"]["generated"] >= environment.tool_count
@@ -186,13 +186,13 @@ def test_viewers_cannot_build(viewer_api, storage):
 def test_a_build_failing_at_publish_leaves_a_rejected_row_and_nothing_else(
     reviewer_api, storage, monkeypatch
 ):
-    real_publish = pipeline.publish
+    real_publish = publish.publish_package
 
     def publish_then_break(root, spec, *args, **kwargs):
         real_publish(root, spec, *args, **kwargs)  # the package is on disk ...
         raise OSError("disk full")  # ... but the stage fails before it is recorded
 
-    monkeypatch.setattr(pipeline, "publish", publish_then_break)
+    monkeypatch.setattr(publish, "publish_package", publish_then_break)
     response = upload(reviewer_api, "books.csv", BOOKS_CSV)
     assert response.status_code == 202, response.content
     job = finished(response.json()["id"])
@@ -266,7 +266,7 @@ def test_the_cli_reports_a_later_stage_failure(storage, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("sandbox unavailable")
 
-    monkeypatch.setattr(pipeline, "verify_environment", broken)
+    monkeypatch.setattr(stages, "verify_tools", broken)
     path = tmp_path / "books.csv"
     path.write_bytes(BOOKS_CSV)
     with pytest.raises(CommandError, match="verify stage failed: RuntimeError: sandbox"):

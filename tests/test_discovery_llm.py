@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aw_site.llm import LLMSettings
-from environments.build.pipeline import design_tools
+from environments.builder.pipeline import design_tools
 from environments.discovery.research_agent import run_python, run_research
 from environments.discovery.search_providers import NoSearch, SearchHit, search_provider
 from environments.discovery.sources import mine_sources, read_provenance
@@ -156,7 +156,7 @@ def test_design_stage_asks_the_llm_for_domain_tools(tmp_path):
     ) as server:
         settings = LLMSettings(base_url=server.base_url, model="m", api_key="k")
         designed = design_tools(db, "Elements", llm_settings=settings)
-    assert list(designed["llm_tools"]["functions"]) == ["isotope_count"]
-    assert designed["llm_tools"]["imports"] == ["import math"]
+    assert list(designed.llm_toolset.functions) == ["isotope_count"]
+    assert designed.llm_toolset.imports == ["import math"]
     prompt = server.requests[0]["messages"][1]["content"]
     assert "TABLE element" in prompt and "helium" in prompt

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from environments.build.pipeline import publish
+from environments.builder.publish import publish_package
+from environments.builder.request import CategoryPath, EnvironmentSpec
+from environments.builder.stages import VerifyResult
 from environments.discovery.code_safety import UnsafeCode, check_tool_source
 from environments.discovery.complexify import complexify
 from environments.discovery.sources import mine_sources, read_provenance
@@ -63,8 +65,9 @@ def test_schema_tools_verify_in_the_sandbox_and_publish(elements_db, pool, tmp_p
     report, kept = verify_tools("elements", elements_db, tools, pool=pool, category=CATEGORY)
     assert report.verified, report.explain()
     assert len(report.verified_tools) >= 10
-    spec = {"name": "elements", "title": "Elements", "description": "d", "category": CATEGORY}
-    path = publish(tmp_path, spec, elements_db, kept.as_dict(), report.as_dict())
+    spec = EnvironmentSpec("elements", "Elements", "d")
+    verified = VerifyResult(report.as_dict(), report.explain(), kept)
+    path = publish_package(tmp_path, spec, CategoryPath.parse(CATEGORY), elements_db, verified).path
     package = load_package(path)
     assert set(package.tool_names) == set(report.verified_tools)
     assert package.provenance[0]["kind"] == "sql"

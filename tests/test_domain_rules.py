@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from environments.discovery.catalogue import design_tools, verify_environment
+from environments.builder.pipeline import design_tools
 from environments.discovery.domain_rules import infer_rules, verb_for
 from environments.discovery.naming import plural, singular
 from environments.discovery.schema import read_schema
 from environments.discovery.tool_generator import ToolSet, generate_tools
+from environments.discovery.verification import verify_tools
 from environments.runtime import SandboxPool
 
 STATUSES = ["pending", "processing", "shipped", "delivered", "cancelled"]
@@ -385,13 +386,13 @@ def test_every_generated_tool_has_tests(tools):
 def test_retail_toolset_verifies_in_the_sandbox(retail_db):
     designed = design_tools(retail_db, "the shop")
     with SandboxPool(workers=1) as pool:
-        result = verify_environment(
-            "retail", retail_db, designed["schema_tools"], pool=pool, threshold=1.0
+        verification, _ = verify_tools(
+            "retail", retail_db, designed.toolset, pool=pool, threshold=1.0
         )
-    report = result["report"]
-    generated = set(designed["schema_tools"]["functions"])
+    report = verification.as_dict()
+    generated = set(designed.toolset.functions)
     verified = {v["name"] for v in report["verdicts"] if v["verified"]}
-    assert verified == generated, result["explanation"]
+    assert verified == generated, verification.explain()
     assert {"cancel_order", "ship_order", "deliver_order", "process_order"} <= verified
     failed = {v["name"]: v["failed_tests"] for v in report["verdicts"] if v["failed"]}
     assert not failed, failed

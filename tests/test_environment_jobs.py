@@ -129,3 +129,12 @@ def test_complexify_retry_removes_the_package_its_lost_attempt_never_recorded(st
     assert {r["source"] for r in v1.provenance} <= {r["source"] for r in child.provenance}
     on_disk = sorted(p.name for p in (storage / "environments" / "elements").iterdir())
     assert on_disk == ["v1", "v2"]
+    # The new version records its build yield through the same stages as every build.
+    from environments.build_yield import funnel_of
+    from environments.builder.stages import STAGES
+
+    assert set(STAGES) <= set(child.build_yield)
+    assert child.build_yield["ingest"]["complexified_from"] == v1.label
+    assert sum(child.build_yield["ingest"]["rows_added"].values()) > 0
+    assert child.build_yield["verify"]["verified"] == child.tool_count
+    assert funnel_of(child)["origin"] == "complexified"

@@ -126,9 +126,10 @@ def test_a_build_rejects_its_draft_on_failure_but_leaves_it_to_the_retry_when_in
 
     settings.STORAGE_ROOT = tmp_path
     job = make_job("environments.build_environment", arguments={"source": "airports"})
-    from environments.build.pipeline import BuildFailed
+    from environments.builder import pipeline
+    from environments.builder.stages import BuildFailed
 
-    monkeypatch.setattr(environment_jobs.pipeline, "mine_environment", raising(error))
+    monkeypatch.setattr(pipeline, "mine_database", raising(error))
     with pytest.raises((type(error), BuildFailed)):
         environment_jobs.build_environment(JobContext(job), source="airports")
     draft = Environment.objects.get(name="airports")

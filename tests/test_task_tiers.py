@@ -41,8 +41,8 @@ def pool():
 
 @pytest.fixture(scope="module")
 def packages(tmp_path_factory, pool, starter_package_paths):
-    from environments.build.pipeline import run_pipeline
-    from environments.build.request import BuildRequest
+    from environments.builder.pipeline import run_pipeline
+    from environments.builder.request import BuildRequest
 
     root = tmp_path_factory.mktemp("envs")
     upload = tmp_path_factory.mktemp("upload")

@@ -9,5 +9,5 @@
 - tool_design_agent.py, code_safety.py  LLM domain tools, statically checked
 - verification.py                       sandbox tests, accuracy threshold, cross-validation
 - catalogue.py                          bulk starter-catalogue builder and CLI over the build
-                                        pipeline (environments/build/: request, stages, job)
+                                        pipeline (environments/builder/: request, stages, job)
 """

@@ -1,7 +1,7 @@
 """The starter catalogue: a thin bulk builder and CLI over the build pipeline.
 
-The built-in sources are data (environments/build/sources.json); the stages live in
-environments.build.pipeline (ingest -> schema -> tools -> verify -> publish). This module builds
+The built-in sources are data (environments/builder/sources.json); the stages run through
+environments.builder.stages (ingest -> schema -> tools -> verify -> publish). This module builds
 many built-in sources at once in parallel worker processes, without a database:
 
     python -m environments.discovery.catalogue --out DIR [--workers 2] [--only airports,iris]
@@ -19,17 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from environments.build.pipeline import (  # noqa: F401  (re-exported for older callers)
-    BuildFailed,
-    Progress,
-    design_tools,
-    mine_environment,
-    next_version_on_disk,
-    publish,
-    run_pipeline,
-    verify_environment,
-)
-from environments.build.request import BuildRequest, builtin_sources
+from environments.builder.pipeline import run_pipeline
+from environments.builder.request import BuildRequest, builtin_sources
+from environments.builder.stages import BuildFailed, Progress
 
 
 def _quiet(fraction: float, message: str) -> None:

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='environment',
             name='build_yield',
-            field=models.JSONField(blank=True, default=dict, help_text='What survived each build stage (environments.build.pipeline.STAGES): files, tables, rows, inferred keys, tools generated, tools verified'),
+            field=models.JSONField(blank=True, default=dict, help_text='What survived each build stage (environments.builder.stages.STAGES): files, tables, rows, inferred keys, tools generated, tools verified'),
         ),
     ]

@@ -23,7 +23,7 @@ from arena.rounds import default_policy, start_round
 from aw_site.jobs import enqueue, recover_in_process_jobs
 from aw_site.models import Job
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
-from environments.build.request import builtin_names
+from environments.builder.request import builtin_names
 from environments.models import Environment
 from tasks.models import Task
 from tasks.service import synthesize_tasks

@@ -21,9 +21,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from aw_site.models import Job
-from environments.build import submit
-from environments.build.request import BuildRequestError
-from environments.build.uploads import store_local_file
+from environments.builder import submit
+from environments.builder.request import BuildRequestError
+from environments.builder.uploads import store_local_file
 from environments.models import Environment
 
 
@@ -34,7 +34,7 @@ class Command(BaseCommand):
         origin = parser.add_mutually_exclusive_group(required=True)
         origin.add_argument("--file", help="a data file (CSV, TSV, JSON, JSONL, SQL dump, HTML)")
         origin.add_argument(
-            "--source", help="a built-in source name (environments/build/sources.json)"
+            "--source", help="a built-in source name (environments/builder/sources.json)"
         )
         origin.add_argument("--theme", type=int, help="a stored theme's id (see /themes/)")
         origin.add_argument(
@@ -102,7 +102,7 @@ class Command(BaseCommand):
                 request = submit.source_request(source, **fields)
         except BuildRequestError as exc:
             if fields.get("upload_dir"):
-                from environments.build.uploads import remove_upload
+                from environments.builder.uploads import remove_upload
 
                 remove_upload(fields["upload_dir"])
             raise CommandError(str(exc)) from exc

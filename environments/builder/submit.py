@@ -17,6 +17,7 @@ from .request import BuildRequest, BuildRequestError
 from .uploads import StoredUpload, probe_upload, remove_upload
 
 BUILD_JOB = "environments.build"
+CATALOGUE_JOB = "environments.build_catalogue"
 
 
 def source_request(source: str, **fields: Any) -> BuildRequest:
@@ -83,3 +84,12 @@ def queue_build(request: BuildRequest, user: Any = None) -> Job:
     except BaseException:
         remove_upload(request.upload_dir)
         raise
+
+
+def queue_catalogue(sources: list[str], workers: int = 2, user: Any = None) -> Job:
+    """The `environments.build_catalogue` job: one build per named built-in source (all when
+    none is named), fanned out over the workers."""
+    with transaction.atomic():
+        return enqueue(
+            CATALOGUE_JOB, {"sources": sources, "workers": workers}, user=user, target="catalogue"
+        )

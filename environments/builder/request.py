@@ -2,8 +2,8 @@
 
 A `BuildRequest` names its origin (a built-in source, an uploaded file, a stored theme, or a live
 MCP server given by its stdio command or URL), the environment's name, title and category, and
-options. It travels as JSON in the
-job's arguments (`as_dict` / `from_dict`) and is validated before a job is queued.
+options. It is validated once, by `create`, before a job is queued; it travels as JSON in the
+job's arguments (`as_dict`) and the worker reads it back as it was (`from_dict`).
 """
 
 from __future__ import annotations
@@ -90,6 +90,18 @@ class CategoryPath:
 
     def __str__(self) -> str:
         return "/".join(p for p in (self.primary, self.secondary, self.tertiary) if p)
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """The environment a build makes: its name, words, category (None: classified at the schema
+    stage) and version (None: the next one on disk)."""
+
+    name: str
+    title: str
+    description: str
+    category: CategoryPath | None = None
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -269,7 +281,23 @@ class BuildRequest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BuildRequest:
-        return cls.create(**dict(data))
+        """The request `as_dict` wrote, as it was validated before it was queued (no second
+        validation: a theme or file that vanished meanwhile fails the stage that reads it)."""
+        category = data.get("category")
+        return cls(
+            origin=Origin(data["origin"]),
+            source=data.get("source", ""),
+            files=tuple(data.get("files", ())),
+            filename=data.get("filename", ""),
+            upload_dir=data.get("upload_dir", ""),
+            theme=int(data.get("theme") or 0),
+            mcp=data.get("mcp", ""),
+            name=data["name"],
+            title=data.get("title", ""),
+            description=data.get("description", ""),
+            category=CategoryPath(**category) if category else None,
+            options=BuildOptions(**(data.get("options") or {})),
+        )
 
     # --- what the stages read -----------------------------------------------------------
 
@@ -295,8 +323,12 @@ class BuildRequest:
             return self.options.min_tools
         return theme_min_tools() if self.origin in THEME_ORIGINS else 5
 
+    def environment_spec(self, version: int | None = None) -> EnvironmentSpec:
+        """The environment the stages build for this request."""
+        return EnvironmentSpec(self.name, self.title, self.description, self.category, version)
+
     def spec(self, category: CategoryPath | None = None) -> dict[str, Any]:
-        """The plain spec dict the stages and the draft row read."""
+        """The request as the draft row's theme records it (JSON)."""
         chosen = category or self.category
         return {
             "name": self.name,

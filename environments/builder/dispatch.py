@@ -1,0 +1,147 @@
+"""One reading of a build submission, for the REST API and the console's New environment form.
+
+`request_from_submission(data, files, user)` turns what a person sent (JSON or a form, with or
+without an uploaded file) into a validated `BuildRequest`, or a `CatalogueRequest` for the API's
+bulk form {"sources": [...]}. Everything it refuses raises `BuildRequestError` with one message
+set, so the API (400 JSON) and the console (the form's error) say the same thing; starting an
+MCP server by command as a non-admin raises PermissionDenied (403). A refused submission leaves
+no stored upload behind. `queue_submission` queues the job either way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aw_site.models import Job
+
+from . import submit
+from .request import BuildRequest, BuildRequestError
+from .uploads import check_name_and_size, remove_upload, store_upload
+
+ORIGIN_FIELDS = ("source", "theme", "mcp")
+# The words of a build and the most characters each may have.
+TEXT_FIELDS = {"name": 60, "title": 200, "description": 2000, "category": 400}
+ORIGIN_LIMITS = {"source": 120, "mcp": 1000}
+MAX_BULK_SOURCES = 200
+
+TWO_ORIGINS = "give a built-in source, a theme or an MCP server, not two"
+SOURCE_AND_FILE = "give a built-in source or a file, not both"
+NO_ORIGIN = (
+    "no file: send the file in the field 'file', or name a built-in source, a theme or an MCP "
+    "server"
+)
+
+
+@dataclass(frozen=True)
+class CatalogueRequest:
+    """The API's bulk form: many built-in sources, one build job each (validated names)."""
+
+    sources: tuple[str, ...]
+    workers: int = 2
+
+
+def request_from_submission(
+    data: Mapping[str, Any], files: Mapping[str, Any] | None, user: Any = None
+) -> BuildRequest | CatalogueRequest:
+    """The validated request a submission asks for; BuildRequestError says what is wrong."""
+    upload = (files or {}).get("file")
+    if upload is None and "sources" in data and not data.get("source"):
+        return catalogue_from_submission(data)
+    fields = build_fields(data)
+    origins = {k: fields.pop(k) for k in ORIGIN_FIELDS if k in fields}
+    if len(origins) > 1:
+        raise BuildRequestError(TWO_ORIGINS)
+    if "source" in origins:
+        if upload is not None:
+            raise BuildRequestError(SOURCE_AND_FILE)
+        return submit.source_request(origins["source"], **fields)
+    stored = None
+    if upload is not None:
+        check_name_and_size(upload.name or "", upload.size)
+        stored = store_upload(upload.chunks(), upload.name or "")
+    if not origins:
+        if stored is None:
+            raise BuildRequestError(NO_ORIGIN)
+        return submit.upload_request(stored, **fields)
+    if stored is not None:  # a theme's or server's tables take their rows from the file
+        fields.update(
+            files=[str(stored.path)], filename=stored.filename, upload_dir=str(stored.directory)
+        )
+    try:
+        if "theme" in origins:
+            return submit.theme_request(origins["theme"], **fields)
+        request = submit.mcp_request(origins["mcp"], **fields)
+        submit.check_may_start_commands(user, request.mcp)
+        return request
+    except BaseException:
+        if stored is not None:
+            remove_upload(stored.directory)
+        raise
+
+
+def build_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The submission's fields, checked for size and shape; empty ones left out."""
+    fields: dict[str, Any] = {}
+    for key, limit in {**ORIGIN_LIMITS, **TEXT_FIELDS}.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BuildRequestError(f"{key}: give text")
+        value = value.strip()
+        if len(value) > limit:
+            raise BuildRequestError(f"{key}: at most {limit} characters")
+        if value:
+            fields[key] = value
+    theme = data.get("theme")
+    if theme not in (None, ""):
+        try:
+            fields["theme"] = int(theme)
+        except (TypeError, ValueError) as exc:
+            raise BuildRequestError(f"theme {theme!r} is not a theme id") from exc
+        if fields["theme"] < 1:
+            raise BuildRequestError(f"theme {theme!r} is not a theme id")
+    options = data.get("options")
+    if options not in (None, ""):
+        if isinstance(options, str):
+            try:
+                options = json.loads(options)
+            except ValueError as exc:
+                raise BuildRequestError("options: give a JSON object") from exc
+        if not isinstance(options, dict):
+            raise BuildRequestError("options: give a JSON object")
+        fields["options"] = options
+    return fields
+
+
+def catalogue_from_submission(data: Mapping[str, Any]) -> CatalogueRequest:
+    """The bulk form {"sources": [NAME, ...], "workers": N}: every name must be known."""
+    sources = data.get("sources")
+    if hasattr(data, "getlist"):  # a form repeats the field
+        sources = data.getlist("sources")
+    if sources is None:
+        sources = []
+    if not isinstance(sources, list | tuple) or not all(isinstance(s, str) for s in sources):
+        raise BuildRequestError("sources: give a list of built-in source names")
+    if len(sources) > MAX_BULK_SOURCES:
+        raise BuildRequestError(f"sources: at most {MAX_BULK_SOURCES} at once")
+    for name in sources:
+        BuildRequest.for_source(name)  # refuses an unknown name, naming it
+    try:
+        workers = int(data.get("workers", 2))
+    except (TypeError, ValueError) as exc:
+        raise BuildRequestError("workers: give a number from 1 to 64") from exc
+    if not 1 <= workers <= 64:
+        raise BuildRequestError("workers: give a number from 1 to 64")
+    return CatalogueRequest(tuple(sources), workers)
+
+
+def queue_submission(request: BuildRequest | CatalogueRequest, user: Any = None) -> Job:
+    """The `environments.build` job for one request, or `environments.build_catalogue` for
+    the bulk form (which fans out one build per source)."""
+    if isinstance(request, CatalogueRequest):
+        return submit.queue_catalogue(list(request.sources), request.workers, user)
+    return submit.queue_build(request, user)
