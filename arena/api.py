@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
-from arena.rounds import MAX_REPLAY_RATIO, MAX_SEED
+from arena.round_config import RoundConfig, round_config_errors
+from arena.round_config import ValidationError as ConfigError
+from arena.rounds import MAX_SEED
 from aw_site.roles import REVIEWER
 from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
 from training.models import Policy
@@ -47,60 +49,33 @@ class EvolutionRoundSerializer(serializers.ModelSerializer):
 
 
 class StartRoundSerializer(serializers.Serializer):
+    """Who starts a round with which policy and seed; every other key is one of the round's
+    settings (``arena.round_config.RoundConfig``), refused by name when unknown or out of
+    range. ``validated_data`` is ``start_round``'s keyword arguments."""
+
     policy = serializers.PrimaryKeyRelatedField(queryset=Policy.objects.all(), required=False)
     auto_approve = serializers.BooleanField(default=False)
-    environments_per_category = serializers.IntegerField(min_value=1, max_value=50, default=2)
-    tasks_per_environment = serializers.IntegerField(min_value=1, max_value=200, default=4)
-    train = serializers.BooleanField(default=True)
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, required=False)
-    instruction_tier = serializers.ChoiceField(
-        choices=[(t, t) for t in ("explicit", "goal", "goal_hard")],
-        default="goal",
-        help_text="Instruction tier of the round's fresh arena tasks",
-    )
-    training = serializers.JSONField(
-        required=False,
-        help_text="Training-run options of the round's train step (see POST /api/training-runs/)",
-    )
-
-    def validate_training(self, value):
-        from arena.rounds import check_training_options
-
-        try:
-            check_training_options(value)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.messages) from exc
-        return value
-
-    max_walk_length = serializers.IntegerField(
-        min_value=1,
-        max_value=40,
-        default=12,
-        help_text="Longest dependent walk of the round's fresh graph tasks (12 by default, up "
-        "to 40; each environment reaches what its graph allows)",
-    )
-    programmatic_share = serializers.FloatField(
-        min_value=0.0,
-        max_value=1.0,
-        default=0.25,
-        help_text="Share of the round's fresh tasks that are programmatic",
-    )
-    replay_ratio = serializers.FloatField(
-        min_value=0.0,
-        max_value=MAX_REPLAY_RATIO,
-        default=1.0,
-        help_text="Earlier training tasks replayed per task the round's expansions create",
-    )
 
     def to_internal_value(self, data):
-        # A misspelt option would otherwise start a round with the default: refuse it by name.
-        if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: ["unknown round option"] for name in unknown}
-                )
-        return super().to_internal_value(data)
+        if not isinstance(data, Mapping):
+            return super().to_internal_value(data)
+        errors: dict[str, list[str]] = {}
+        validated: dict[str, Any] = {}
+        try:
+            validated = super().to_internal_value(
+                {name: value for name, value in data.items() if name in self.fields}
+            )
+        except serializers.ValidationError as exc:
+            errors.update(exc.detail)
+        options = {name: value for name, value in data.items() if name not in self.fields}
+        try:
+            validated.update(RoundConfig.model_validate(options).stored())
+        except ConfigError as exc:
+            errors.update({name: [msg] for name, msg in round_config_errors(exc).items()})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return validated
 
 
 class ArenaEvaluationSerializer(serializers.ModelSerializer):

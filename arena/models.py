@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -10,6 +12,9 @@ from django.utils import timezone
 from aw_site.models import Job
 from environments.models import Category, Environment
 from training.models import Policy, TrainingRun, Trajectory
+
+if TYPE_CHECKING:
+    from arena.round_config import RoundConfig
 
 
 class EvolutionRound(models.Model):
@@ -35,7 +40,7 @@ class EvolutionRound(models.Model):
     training_run = models.ForeignKey(
         TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="rounds"
     )
-    config = models.JSONField(default=dict, blank=True)
+    config = models.JSONField(default=dict, blank=True)  # RoundConfig.stored(): see .settings
     seed = models.BigIntegerField(default=0)
     scores = models.JSONField(
         default=dict, blank=True, help_text="Per-category scores of this round"
@@ -55,6 +60,13 @@ class EvolutionRound(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.number}"
+
+    @property
+    def settings(self) -> RoundConfig:
+        """The round's ``config`` read as its typed settings (read afresh on each access)."""
+        from arena.round_config import RoundConfig
+
+        return RoundConfig.from_stored(self.config)
 
 
 class ArenaEvaluation(models.Model):

@@ -16,6 +16,8 @@ from django.utils import timezone
 from arena import round_machine
 from arena.lineage import agent_rounds
 from arena.models import EvolutionRound, ExpansionProposal
+from arena.round_config import RoundConfig, round_config_errors
+from arena.round_config import ValidationError as ConfigError
 from aw_site.jobs import enqueue
 from aw_site.models import Job
 from training.models import Policy
@@ -41,57 +43,37 @@ def default_policy() -> Policy | None:
     return ensure_env_policy() or agents.order_by("-created_at").first()
 
 
-def check_training_options(training: Any) -> None:
-    """Refuse training options a run would refuse (Django ValidationError, field by field)."""
-    from training.run_options import RunOptions, option_errors
-    from training.run_options import ValidationError as OptionsError
-
-    if not isinstance(training, dict):
-        raise ValidationError("training must be a JSON object of training-run options")
-    try:
-        RunOptions.model_validate(training)
-    except OptionsError as exc:
-        raise ValidationError(
-            [f"training.{field}: {message}" for field, message in option_errors(exc).items()]
-        ) from exc
-
-
-MAX_REPLAY_RATIO = 4.0
 MAX_SEED = 2**62  # fits every database's 64-bit integer
+
+
+def round_settings(options: dict[str, Any]) -> RoundConfig:
+    """The round config of ``options``, or a Django ValidationError naming each bad field
+    (``training.<option>`` for a training option; an unknown key as an unknown round option)."""
+    try:
+        return RoundConfig.model_validate(options)
+    except ConfigError as exc:
+        raise ValidationError(
+            [f"{field}: {message}" for field, message in round_config_errors(exc).items()]
+        ) from exc
 
 
 def start_round(
     user: Any = None,
     policy: Policy | None = None,
     auto_approve: bool = False,
-    environments_per_category: int = 2,
-    tasks_per_environment: int = 4,
-    train: bool = True,
     seed: int | None = None,
-    training: dict[str, Any] | None = None,
-    instruction_tier: str = "goal",
-    max_walk_length: int = 12,
-    programmatic_share: float = 0.25,
-    replay_ratio: float = 1.0,
+    **options: Any,
 ) -> EvolutionRound:
     """Create the next round and enqueue its evaluation; refuses while another round runs.
 
-    ``training`` holds the round's training-run options (``training.run_options.RunOptions``),
-    checked here so a bad value is refused now rather than at the round's train step.
-    ``max_walk_length``: the longest dependent walk of the round's fresh graph tasks (12 by
-    default, up to 40); ``programmatic_share``: the share of programmatic arena tasks;
-    ``replay_ratio``: earlier training tasks replayed per task the round's expansions create."""
-    if not 1 <= max_walk_length <= 40:
-        raise ValidationError("max_walk_length must be between 1 and 40")
-    if not 0.0 <= programmatic_share <= 1.0:
-        raise ValidationError("programmatic_share must be between 0 and 1")
-    if not 0.0 <= replay_ratio <= MAX_REPLAY_RATIO:
-        raise ValidationError(f"replay_ratio must be between 0 and {MAX_REPLAY_RATIO:g}")
-    check_training_options(training or {})
+    ``options`` are the round's settings (``arena.round_config.RoundConfig``: the arena's
+    environments and fresh tasks, ``train``, ``replay_ratio`` and the ``training`` run options),
+    checked here so a bad value is refused now rather than at the step that reads it."""
+    settings = round_settings(options)
     policy = policy or default_policy()
     if policy is None:
         raise ValidationError("no policy to evaluate: create one first (POST /api/policies/)")
-    if train:  # a fault-injection policy (calibration) or any other without weights
+    if settings.train:  # a fault-injection policy (calibration) or any other without weights
         from training.service import untrainable_reason
 
         reason = untrainable_reason(policy)
@@ -116,16 +98,7 @@ def start_round(
                     auto_approve=auto_approve,
                     seed=seed if seed is not None else 1000 + number,
                     started_by=user if getattr(user, "is_authenticated", False) else None,
-                    config={
-                        "environments_per_category": environments_per_category,
-                        "tasks_per_environment": tasks_per_environment,
-                        "train": train,
-                        "training": training or {},
-                        "instruction_tier": instruction_tier,
-                        "max_walk_length": max_walk_length,
-                        "programmatic_share": programmatic_share,
-                        "replay_ratio": replay_ratio,
-                    },
+                    config=settings.stored(),
                 )
                 schedule_step(evolution_round, user)
                 return evolution_round

@@ -35,7 +35,7 @@ from environments.runtime import SandboxPool
 from environments.versions import current_version, current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
-from tasks.service import ARENA_MAX_WALK_LENGTH, fresh_arena_tasks, synthesize_tasks
+from tasks.service import fresh_arena_tasks, synthesize_tasks
 from training.models import TrainingRun, TrainingTask, Trajectory
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
@@ -58,7 +58,7 @@ def sampled_environments(evolution_round: EvolutionRound) -> list[Environment]:
     ]
     if not candidates:
         raise ValueError("no verified environments to evaluate in; build the catalogue first")
-    per_category = int(evolution_round.config.get("environments_per_category", 2))
+    per_category = evolution_round.settings.environments_per_category
     return [
         pick["record"]
         for pick in sample_environments(
@@ -71,7 +71,7 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
     evaluation = round_evaluation(evolution_round)
     environments = sampled_environments(evolution_round)
     evaluation.environments.set(environments)
-    per_environment = int(evolution_round.config.get("tasks_per_environment", 4))
+    settings = evolution_round.settings
     done_task_ids = set(evaluation.trajectories.values_list("task_id", flat=True))
     with SandboxPool(workers=2) as pool:
         tasks = []
@@ -80,16 +80,12 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
                 fresh_arena_tasks(
                     environment,
                     evolution_round.number,
-                    per_environment,
+                    settings.tasks_per_environment,
                     pool,
                     base_seed=evolution_round.seed,
-                    tier=evolution_round.config.get("instruction_tier", "goal"),
-                    max_walk_length=int(
-                        evolution_round.config.get("max_walk_length", ARENA_MAX_WALK_LENGTH)
-                    ),
-                    programmatic_share=float(
-                        evolution_round.config.get("programmatic_share", 0.25)
-                    ),
+                    tier=settings.instruction_tier,
+                    max_walk_length=settings.max_walk_length,
+                    programmatic_share=settings.programmatic_share,
                 )
             )
             ctx.progress(
@@ -516,11 +512,10 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     from its proposals in turns (a CPU budget; unset, every expansion task trains)."""
     import random
 
-    config = evolution_round.config or {}
-    ratio = float(config.get("replay_ratio", 1.0))
-    training = config.get("training") or {}
-    per_environment = int(training.get("tasks_per_environment", 6))
-    cap = int(training["tasks_per_environment"]) if "tasks_per_environment" in training else None
+    settings = evolution_round.settings
+    ratio = settings.replay_ratio
+    per_environment = settings.training.tasks_per_environment
+    cap = per_environment if settings.training_sets("tasks_per_environment") else None
     queues: list[list[TrainingTask]] = []
     new_ids: set[int] = set()
     for proposal in evolution_round.proposals.filter(status=ExpansionProposal.Status.APPLIED):
@@ -579,7 +574,7 @@ def replay_note(evolution_round: EvolutionRound, links: list[TrainingTask]) -> s
     ratio (fewer earlier training tasks exist than it asks for)."""
     replayed = sum(1 for link in links if link.source == TrainingTask.Source.REPLAY)
     created = len(links) - replayed
-    ratio = float((evolution_round.config or {}).get("replay_ratio", 1.0))
+    ratio = evolution_round.settings.replay_ratio
     note = f"training set: {created} task(s) from expansions, {replayed} replayed"
     wanted = round(ratio * created)
     if created and replayed < wanted:
@@ -588,14 +583,14 @@ def replay_note(evolution_round: EvolutionRound, links: list[TrainingTask]) -> s
 
 
 def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
-    if not evolution_round.config.get("train", True):
+    if not evolution_round.settings.train:
         return {"skipped": "training disabled for this round"}
     run = evolution_round.training_run
     if run is None or run.status == TrainingRun.Status.FAILED:
         with transaction.atomic():
             run = TrainingRun.objects.create(
                 base_policy=evolution_round.policy,
-                config=evolution_round.config.get("training", {}),
+                config=evolution_round.settings.training_run_config(),
                 round_number=evolution_round.number,
                 job=ctx.job,
             )

@@ -20,6 +20,7 @@ from django.utils.safestring import mark_safe
 
 from arena.lineage import following_round, is_calibration_round, score_history
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.round_config import RoundConfig
 from aw_site import charts
 from aw_site.roles import REVIEWER
 from aw_site.views import JOB_POLL, console_action, console_page
@@ -238,6 +239,7 @@ def round_list(request):
         # The agent's rounds: a calibration round's scores measure diagnosis, not the agent.
         "scores_chart": mark_safe(scores_chart([r for r in rounds if not is_calibration_round(r)])),
         "policies": _policies_to_start(),
+        "round_defaults": RoundConfig(),  # the start form shows the one set of defaults
         "job_poll": JOB_POLL,
     }
     return render(request, "arena/round_list.html", context)
@@ -273,7 +275,7 @@ def pipeline(evolution_round: EvolutionRound) -> list[dict[str, str]]:
             state = "todo"
         if name == "awaiting_approval" and skipped:
             state = "skipped"
-        if name == "training" and not (evolution_round.config or {}).get("train", True):
+        if name == "training" and not evolution_round.settings.train:
             state = "skipped"  # its job only records that training was off
         stages.append({"name": name, "label": name.replace("_", " "), "state": state})
     return stages

@@ -120,7 +120,7 @@ def main() -> int:
         bf16=not cpu,
         sft_epochs=3 if cpu else 10,
         sft_learning_rate=3e-3 if cpu else 5e-4,
-        max_steps=steps,
+        grpo_steps=steps,
         learning_rate=1e-6 if not cpu else 1e-5,
         num_generations=generations,
         per_device_train_batch_size=batch,

@@ -176,7 +176,7 @@ def main() -> int:
                 seed=args.seed,
                 use_cpu=not on_gpu,
                 sft_epochs=sft,
-                max_steps=steps,
+                grpo_steps=steps,
                 num_generations=4,
                 per_device_train_batch_size=4,
                 max_completion_length=192,

@@ -6,16 +6,17 @@ import pytest
 
 from arena.models import EvolutionRound
 from tests.support import factories
+from training.grpo.config import TrainingConfig
 from training.run_options import RunOptions, ValidationError, option_errors
 
 
 def test_defaults_suit_a_real_model_and_map_onto_the_trainer_config():
     options = RunOptions()
     assert options.max_completion_length >= 1024 and options.learnability_filter
-    config = RunOptions(grpo_steps=3, max_context_length=4096).training_config(
-        packages=["p"], output_dir="out"
+    config = TrainingConfig.from_options(
+        RunOptions(grpo_steps=3, max_context_length=4096), packages=["p"], output_dir="out"
     )
-    assert (config.max_steps, config.max_context_length, config.packages) == (3, 4096, ["p"])
+    assert (config.grpo_steps, config.max_context_length, config.packages) == (3, 4096, ["p"])
     assert config.max_completion_length == options.max_completion_length
 
 
@@ -69,6 +70,32 @@ def test_vllm_without_the_gpu_extra_fails_clearly(tmp_path):
 
     if importlib.util.find_spec("vllm") is not None:  # a GPU machine with the extra installed
         pytest.skip("vLLM is installed here")
-    config = RunOptions(use_vllm=True).training_config(packages=[], output_dir=str(tmp_path))
+    config = TrainingConfig.from_options(
+        RunOptions(use_vllm=True), packages=[], output_dir=str(tmp_path)
+    )
     with pytest.raises(RuntimeError, match=r"pip install '\.\[gpu\]'"):
         grpo_config(config, tmp_path)
+
+
+def test_each_option_is_one_field_of_the_trainer_config_with_one_default_and_help():
+    trainer = TrainingConfig()
+    for name, info in RunOptions.model_fields.items():
+        assert TrainingConfig.model_fields[name] is not None and info.description
+        assert getattr(trainer, name) == getattr(RunOptions(), name), name
+    assert all(info.description for info in TrainingConfig.model_fields.values())
+    assert trainer.sft_epochs == RunOptions().sft_epochs == 20  # what a run in the app does
+
+
+def test_fields_only_the_job_sets_are_refused_as_options_by_name():
+    with pytest.raises(ValidationError) as caught:
+        RunOptions.model_validate({"output_dir": "/tmp/elsewhere", "grpo_steps": 3})
+    assert set(option_errors(caught.value)) == {"output_dir"}
+
+
+def test_a_legacy_run_json_naming_max_steps_still_loads(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text('{"max_steps": 7, "sft_epochs": 0, "packages": ["p"]}')
+    config = TrainingConfig.from_json(path)
+    assert (config.grpo_steps, config.sft_epochs, config.checkpoint_every) == (7, 0, 7)
+    with pytest.raises(ValueError, match="unknown training config fields"):
+        TrainingConfig.from_dict({"bogus": 1})

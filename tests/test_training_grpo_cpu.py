@@ -51,7 +51,7 @@ def test_sft_then_grpo_on_cpu_writes_checkpoints_and_metrics(tmp_path):
         tasks_per_environment=3,
         use_cpu=True,
         sft_epochs=2,
-        max_steps=2,
+        grpo_steps=2,
         num_generations=2,
         per_device_train_batch_size=4,
         max_completion_length=48,
@@ -114,7 +114,8 @@ def test_grpo_rollouts_call_tools_and_drop_tasks_without_signal(tmp_path):
         packages=[str(package_dir)],
         output_dir=str(tmp_path / "run"),
         use_cpu=True,
-        max_steps=4,
+        sft_epochs=0,  # GRPO only (the default warms up with SFT first)
+        grpo_steps=4,
         num_generations=4,
         per_device_train_batch_size=4,
         max_completion_length=256,

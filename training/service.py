@@ -418,6 +418,7 @@ def train(
 
     import torch
 
+    from training.grpo.config import TrainingConfig
     from training.policies.local_hf import release_cached_policies
     from training.run_options import RunOptions
 
@@ -439,7 +440,7 @@ def train(
         )
     if not tasks:
         raise ValueError(
-            f"no train-split tasks ({', '.join(options['task_kinds'])}) in the chosen "
+            f"no train-split tasks ({', '.join(options.task_kinds)}) in the chosen "
             "environments; synthesize tasks first"
         )
     held_out = training_tasks(
@@ -448,7 +449,8 @@ def train(
     held_out = held_out if options.heldout_per_environment else []
     packages = sorted({task.environment.package_path for task in tasks})
     output_dir = Path(settings.STORAGE_ROOT) / "training" / f"run-{run.pk}"
-    config = options.training_config(
+    config = TrainingConfig.from_options(
+        options,
         packages=packages,
         model_path=model_path or None,
         output_dir=str(output_dir),

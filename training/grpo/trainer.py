@@ -124,7 +124,7 @@ def grpo_config(config: TrainingConfig, output_dir: Path) -> Any:
 
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),
-        "max_steps": config.max_steps,
+        "max_steps": config.grpo_steps,
         "learning_rate": config.learning_rate,
         "num_generations": config.num_generations,
         "per_device_train_batch_size": config.per_device_train_batch_size,
@@ -134,7 +134,7 @@ def grpo_config(config: TrainingConfig, output_dir: Path) -> Any:
         "beta": config.beta,
         "logging_steps": config.logging_steps,
         "save_strategy": "steps",
-        "save_steps": config.save_steps,
+        "save_steps": config.checkpoint_every,
         "save_only_model": True,
         "report_to": "none",
         "seed": config.seed,
@@ -359,7 +359,7 @@ def run_training(
             checkpoint(model_dir)
             if state.is_main_process:
                 emit_metrics(0, {"phase": "sft", **result.sft}, on_metrics, metrics_path)
-                if evaluate and config.max_steps > 0:
+                if evaluate and config.grpo_steps > 0:
                     result.eval_after_sft = _evaluate(model_dir, evaluation, packages, pool, config)
                     emit_metrics(
                         0,
@@ -369,7 +369,7 @@ def run_training(
                     )
             state.wait_for_everyone()
 
-        if config.max_steps > 0:
+        if config.grpo_steps > 0:
             final_dir, result.grpo = run_grpo(
                 config,
                 model_dir,
