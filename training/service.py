@@ -179,7 +179,7 @@ def record_trajectory(
     policy: Policy,
     training_run: TrainingRun | None = None,
 ) -> Trajectory:
-    """Store a rollout trajectory (training.rollout.Trajectory) with its ordered steps."""
+    """Store a rollout trajectory (tasks.trajectory.Trajectory) with its ordered steps."""
     reward = trajectory.reward or {}
     steps = trajectory.steps
     row = Trajectory.objects.create(
@@ -206,8 +206,8 @@ def record_trajectory(
                 index=step.index,
                 role=step.role,
                 content=step.content or "",
-                tool_name=(step.tool_call or {}).get("name", "") or "",
-                tool_arguments=(step.tool_call or {}).get("arguments"),
+                tool_name=step.tool_name or "",
+                tool_arguments=step.tool_call.arguments if step.tool_call else None,
                 raw_tool_call=step.raw_tool_call or "",
                 tool_result=step.tool_result,
                 error=step.error or "",
