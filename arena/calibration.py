@@ -29,9 +29,11 @@ from arena.error_taxonomy import (
     WRONG_ANSWER,
     WRONG_ARGUMENTS,
     WRONG_STATE_UPDATE,
-    field_of,
     label_failure,
 )
+from tasks.reward import RewardBreakdown
+from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Trajectory
 from training.policies import fault_plans as faults
 
 EXPECTED_LABELS: dict[str, frozenset[str]] = {
@@ -178,17 +180,22 @@ class Calibration:
         }
 
 
-def injected_fault(trajectory: Any) -> str | None:
+def injected_fault(trajectory: Trajectory) -> str | None:
     """The fault a trajectory's metadata records, or None when none was injected knowingly."""
-    record = (field_of(trajectory, "metadata") or {}).get("injected_fault")
+    record = (trajectory.metadata or {}).get("injected_fault")
     fault = record.get("fault") if isinstance(record, Mapping) else None
     return fault if fault in EXPECTED_LABELS else None
 
 
 def episode_of(
-    trajectory: Any, task: Any, reward: Any, tool_kinds: Mapping[str, str] | None = None
+    trajectory: Trajectory,
+    task: TaskSpec,
+    reward: RewardBreakdown,
+    tool_kinds: Mapping[str, str] | None = None,
+    trajectory_id: int | None = None,
 ) -> CalibrationEpisode | None:
-    """The calibration record of one evaluated episode (None without an injected fault)."""
+    """The calibration record of one evaluated episode (None without an injected fault);
+    ``trajectory_id``: the stored trajectory's row, where there is one."""
     fault = injected_fault(trajectory)
     if fault is None:
         return None
@@ -196,10 +203,10 @@ def episode_of(
     return CalibrationEpisode(
         fault=fault,
         labels=labels,
-        trajectory_id=field_of(trajectory, "trajectory_id") or field_of(trajectory, "id"),
-        task_id=str(field_of(trajectory, "task_id") or ""),
-        environment=str(field_of(trajectory, "environment") or ""),
-        success=bool(field_of(reward, "success")),
+        trajectory_id=trajectory_id,
+        task_id=trajectory.task_id,
+        environment=trajectory.environment,
+        success=reward.success,
     )
 
 
@@ -275,7 +282,13 @@ def evaluation_calibration(evaluation: Any) -> Calibration:
 
     found, without = [], 0
     for episode in evaluated_episodes(evaluation):
-        record = episode_of(episode.trajectory, episode.task, episode.reward, episode.tool_kinds)
+        record = episode_of(
+            episode.trajectory,
+            episode.task,
+            episode.reward,
+            episode.tool_kinds,
+            episode.trajectory_id,
+        )
         if record is None:
             without += 1
         else:

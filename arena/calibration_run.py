@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.calibration import Calibration, CalibrationEpisode, calibrate, episode_of
+from tasks.reward import RewardBreakdown
 from tasks.synthesis.environment_view import package_manifest
 from tasks.synthesis.task_spec import TaskSpec
 from training.policies.fault_injection import FaultInjectionPolicy
@@ -76,9 +77,9 @@ def play_faults(
         score_trajectories(tasks, trajectories)
         for task, trajectory in zip(tasks, trajectories, strict=True):
             episode = episode_of(
-                trajectory.to_dict(),
-                task.to_dict(),
-                trajectory.reward,
+                trajectory,
+                task,
+                RewardBreakdown.from_dict(trajectory.reward or {}),
                 tool_kinds.get(task.environment),
             )
             if episode is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,43 +22,41 @@ from arena.error_taxonomy import (
     CAPABILITY_OF_LABEL,
     ERROR_LABELS,
     ErrorLabel,
-    field_of,
     label_failure,
-    read_reward,
     required_tools,
+    write_count,
 )
+from tasks.reward import RewardBreakdown
+from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Trajectory
 
-_FULL_SCORE = 0.999
 _AUTO = object()
 
 
 @dataclass
 class EvaluatedEpisode:
-    """One arena episode with everything needed to judge it."""
+    """One arena episode with everything needed to judge it: the trajectory record, its task,
+    and the reward breakdown it earned (a stored one read with ``RewardBreakdown.from_dict``)."""
 
-    trajectory: Any
-    task: Any
-    reward: Any
+    trajectory: Trajectory
+    task: TaskSpec
+    reward: RewardBreakdown
     environment: str
     category: Mapping[str, str] | str = ""
     tool_kinds: Mapping[str, str] = field(default_factory=dict)
+    trajectory_id: int | None = None  # the stored trajectory's row, where there is one
 
     @property
     def task_id(self) -> str:
-        value = (
-            field_of(self.trajectory, "task_id")
-            or field_of(self.task, "task_id")
-            or field_of(self.task, "id")
-        )
-        return str(value) if value is not None else ""
+        return self.trajectory.task_id or self.task.task_id
 
     @property
     def task_kind(self) -> str:
-        return str(field_of(self.task, "kind") or "unknown")
+        return self.task.kind or "unknown"
 
     @property
     def difficulty(self) -> str:
-        return difficulty_bucket(field_of(self.task, "difficulty"))
+        return difficulty_bucket(self.task.difficulty)
 
 
 def category_name(category: Mapping[str, str] | str | None, level: str = "primary") -> str:
@@ -74,7 +72,7 @@ def category_name(category: Mapping[str, str] | str | None, level: str = "primar
     return f"{primary} / {secondary}" if secondary else primary
 
 
-def difficulty_bucket(difficulty: Any) -> str:
+def difficulty_bucket(difficulty: object) -> str:
     """Difficulty as a stable label: numbers rounded, dicts by their level or walk length."""
     if difficulty is None:
         return "unknown"
@@ -90,18 +88,9 @@ def difficulty_bucket(difficulty: Any) -> str:
     return str(difficulty)
 
 
-def is_success(episode: EvaluatedEpisode, threshold: float = 1.0) -> bool:
-    """Solved = answered, with full answer and state credit (or an explicit success flag)."""
-    explicit = field_of(episode.reward, "success")
-    if isinstance(explicit, bool):
-        return explicit
-    reward = read_reward(episode.reward)
-    if field_of(episode.trajectory, "finished_reason") not in (None, "answer"):
-        return False
-    graded = [s for s in (reward.answer, reward.state) if s is not None]
-    if graded:
-        return all(score >= _FULL_SCORE for score in graded)
-    return reward.total >= threshold - (1 - _FULL_SCORE)
+def is_success(episode: EvaluatedEpisode) -> bool:
+    """Solved, as the reward's gate decided (answer and final state right)."""
+    return episode.reward.success
 
 
 @dataclass
@@ -223,32 +212,27 @@ def diagnose_episode(episode: EvaluatedEpisode) -> FailureDiagnosis | None:
     """Labels for one episode, or None when it succeeded."""
     if is_success(episode):
         return None
-    expected_diff = field_of(episode.task, "expected_diff") or {}
-    writes = sum(
-        len(field_of(ops, op) or [])
-        for ops in expected_diff.values()
-        for op in ("added", "removed", "changed")
-    )
+    task = episode.task
+    tools = required_tools(task)
     return FailureDiagnosis(
         task_id=episode.task_id,
         environment=episode.environment,
         category=episode.category,
         task_kind=episode.task_kind,
         difficulty=episode.difficulty,
-        gold_chain_length=len(field_of(episode.task, "gold_chain") or [])
-        or len(required_tools(episode.task)),
-        gold_write_count=writes,
-        reward_total=read_reward(episode.reward).total,
-        labels=label_failure(episode.trajectory, episode.task, episode.reward, episode.tool_kinds),
-        instruction=str(field_of(episode.task, "instruction") or ""),
-        gold_tools=(tools := required_tools(episode.task)),
+        gold_chain_length=len(task.gold_chain) or len(tools),
+        gold_write_count=write_count(task.expected_diff or {}),
+        reward_total=episode.reward.total,
+        labels=label_failure(episode.trajectory, task, episode.reward, episode.tool_kinds),
+        instruction=task.instruction or "",
+        gold_tools=tools,
         gold_write_tools=[t for t in tools if episode.tool_kinds.get(t) == "write"],
     )
 
 
 def _group_scores(
     episodes: list[EvaluatedEpisode],
-    key: Any,
+    key: Callable[[EvaluatedEpisode], str],
     failures_by_id: dict[int, FailureDiagnosis],
 ) -> list[GroupScore]:
     groups: dict[str, list[EvaluatedEpisode]] = defaultdict(list)
@@ -265,9 +249,7 @@ def _group_scores(
                 name=name,
                 episodes=len(members),
                 successes=sum(1 for m in members if id(m) not in failures_by_id),
-                mean_reward=round(
-                    sum(read_reward(m.reward).total for m in members) / len(members), 4
-                ),
+                mean_reward=round(sum(m.reward.total for m in members) / len(members), 4),
                 top_errors=[
                     label for label, _ in sorted(errors.items(), key=lambda i: (-i[1], i[0]))
                 ][:3],
@@ -276,7 +258,9 @@ def _group_scores(
     return sorted(scores, key=lambda s: (s.success_rate, s.mean_reward, s.name))
 
 
-def _count_labels(failures: Iterable[FailureDiagnosis], key: Any) -> dict[str, dict[str, int]]:
+def _count_labels(
+    failures: Iterable[FailureDiagnosis], key: Callable[[FailureDiagnosis], str]
+) -> dict[str, dict[str, int]]:
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for failure in failures:
         table[key(failure)].update(failure.kinds)

@@ -8,15 +8,17 @@ reviewer can open the trajectory and see the same thing the diagnosis saw.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tasks.gold_results import canonical_value
 from tasks.gold_tools import tools_called_in_solution
+from tasks.reward import RewardBreakdown
 from tasks.state_changes import compare_diffs, row_pairs
 from tasks.step_comparison import DIFFERS, StepComparison, compare_steps
+from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Step, Trajectory
 
 INVALID_TOOL_CALL = "invalid_tool_call"
 TOOL_ERROR = "tool_error"
@@ -105,135 +107,37 @@ class ErrorLabel:
 # --- reading the inputs -----------------------------------------------------------------------
 
 
-def field_of(obj: Any, name: str, default: Any = None) -> Any:
-    """Read ``name`` from a dict or an attribute holder (dataclass, model instance)."""
-    if obj is None:
-        return default
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+def _gold_steps(task: TaskSpec) -> list[dict[str, Any]]:
+    """The gold chain's steps that name a tool."""
+    return [step for step in task.gold_chain if isinstance(step.get("tool"), str)]
 
 
-@dataclass(frozen=True)
-class RewardView:
-    """The reward breakdown reduced to what diagnosis reads: component scores and reasons."""
-
-    answer: float | None
-    state: float | None
-    format: float | None
-    efficiency: float | None
-    total: float
-    reasons: dict[str, str]
-
-
-def _component_score(component: Any) -> float | None:
-    if component is None:
-        return None
-    if isinstance(component, bool):
-        return float(component)
-    if isinstance(component, int | float):
-        return float(component)
-    for key in ("score", "value", "reward"):
-        value = field_of(component, key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
-
-
-def _component_reason(component: Any) -> str:
-    reasons = field_of(component, "reasons") if not isinstance(component, int | float) else None
-    if reasons is None and not isinstance(component, int | float):
-        reasons = field_of(component, "reason")
-    if isinstance(reasons, list | tuple):
-        return "; ".join(str(r) for r in reasons)
-    return str(reasons) if reasons else ""
-
-
-def read_reward(reward: Any) -> RewardView:
-    """Accept a RewardBreakdown, its dict form, or a bare float total."""
-    if isinstance(reward, int | float) and not isinstance(reward, bool):
-        return RewardView(None, None, None, None, float(reward), {})
-    if reward is not None and not isinstance(reward, Mapping) and hasattr(reward, "to_dict"):
-        reward = reward.to_dict()
-    components = field_of(reward, "components") or reward
-    names = ("answer", "state", "format", "efficiency")
-    scores = {name: _component_score(field_of(components, name)) for name in names}
-    reasons = {name: _component_reason(field_of(components, name)) for name in names}
-    total = field_of(reward, "total")
-    if not isinstance(total, int | float):
-        total = sum(s for s in scores.values() if s is not None)
-    return RewardView(
-        answer=scores["answer"],
-        state=scores["state"],
-        format=scores["format"],
-        efficiency=scores["efficiency"],
-        total=float(total),
-        reasons={k: v for k, v in reasons.items() if v},
-    )
-
-
-def _steps(trajectory: Any) -> list[Mapping[str, Any]]:
-    steps = field_of(trajectory, "steps") or []
-    return [s if isinstance(s, Mapping) else vars(s) for s in steps]
-
-
-def _step_index(step: Mapping[str, Any], position: int) -> int:
-    index = step.get("index")
-    return index if isinstance(index, int) else position
-
-
-def _tool_call(step: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    call = step.get("tool_call")
-    if not call:
-        return None
-    name = field_of(call, "name")
-    arguments = field_of(call, "arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(name, str) or not isinstance(arguments, Mapping | type(None)):
-        return None
-    return name, dict(arguments or {})
-
-
-def _gold_tools(task: Any) -> list[str]:
-    """The tool of each gold-chain step (the step comparison reads arguments and results)."""
-    chain = field_of(task, "gold_chain") or []
-    return [name for name in (field_of(step, "tool") for step in chain) if isinstance(name, str)]
-
-
-def required_tools(task: Any) -> list[str]:
+def required_tools(task: TaskSpec) -> list[str]:
     """Distinct tools the task's gold solution needs, in first-use order.
 
     Graph tasks name them in the gold chain; programmatic tasks call them in their solution as
     ``call("tool_name", ...)``, which the solution source shows without running it.
     """
-    names = _gold_tools(task)
+    names = [step["tool"] for step in _gold_steps(task)]
     if not names:
-        names = tools_called_in_solution(field_of(task, "solution") or "")
+        names = tools_called_in_solution(task.solution or "")
     return list(dict.fromkeys(names))
-
-
-def _canonical(value: Any) -> str:
-    return canonical_value(value)
 
 
 # --- the detectors ----------------------------------------------------------------------------
 
 
-def detect_invalid_tool_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+def detect_invalid_tool_calls(steps: Sequence[Step]) -> ErrorLabel | None:
     hits, reasons, tools = [], [], []
-    for position, step in enumerate(steps):
-        kind = step.get("error_kind")
-        unparsed = step.get("raw_tool_call") and _tool_call(step) is None
+    for step in steps:
+        kind = step.error_kind
+        unparsed = step.raw_tool_call and step.tool_call is None
         if kind in _INVALID_CALL_KINDS or unparsed:
-            hits.append(_step_index(step, position))
-            name = field_of(step.get("tool_call"), "name") or "?"
+            hits.append(step.index)
+            name = step.tool_name or "?"
             tools.append(name)
             reason = kind or "unparseable tool call"
-            reasons.append(f"step {hits[-1]}: {reason} ({name})")
+            reasons.append(f"step {step.index}: {reason} ({name})")
     if not hits:
         return None
     return ErrorLabel(
@@ -244,15 +148,15 @@ def detect_invalid_tool_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | No
     )
 
 
-def detect_tool_errors(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+def detect_tool_errors(steps: Sequence[Step]) -> ErrorLabel | None:
     hits, messages, tools = [], [], []
-    for position, step in enumerate(steps):
-        if step.get("error_kind") in _TOOL_FAILURE_KINDS:
-            hits.append(_step_index(step, position))
-            name = field_of(step.get("tool_call"), "name") or "?"
+    for step in steps:
+        if step.error_kind in _TOOL_FAILURE_KINDS:
+            hits.append(step.index)
+            name = step.tool_name or "?"
             tools.append(name)
-            error = str(step.get("error") or step["error_kind"])[:120]
-            messages.append(f"step {hits[-1]} {name}: {error}")
+            error = str(step.error or step.error_kind)[:120]
+            messages.append(f"step {step.index} {name}: {error}")
     if not hits:
         return None
     return ErrorLabel(
@@ -263,27 +167,25 @@ def detect_tool_errors(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
     )
 
 
-def _reached_tool(step: Mapping[str, Any]) -> bool:
-    return _tool_call(step) is not None and step.get("error_kind") not in _INVALID_CALL_KINDS
+def _reached_tool(step: Step) -> bool:
+    return step.tool_call is not None and step.error_kind not in _INVALID_CALL_KINDS
 
 
-def _gold_kinds(task: Any, tool_kinds: Mapping[str, str]) -> list[str]:
+def _gold_kinds(task: TaskSpec, tool_kinds: Mapping[str, str]) -> list[str]:
     """Read or write, per gold-chain step (the chain's own ``kind``, else the manifest's)."""
     return [
-        str(field_of(step, "kind") or tool_kinds.get(str(field_of(step, "tool"))) or "read")
-        for step in field_of(task, "gold_chain") or []
-        if isinstance(field_of(step, "tool"), str)
+        str(step.get("kind") or tool_kinds.get(step["tool"]) or "read")
+        for step in _gold_steps(task)
     ]
 
 
 def compare_with_gold(
-    steps: list[Mapping[str, Any]], task: Any, tool_kinds: Mapping[str, str]
+    steps: Sequence[Step], task: TaskSpec, tool_kinds: Mapping[str, str]
 ) -> list[tuple[StepComparison, str]]:
     """Each gold step with the agent call that answers it and the step's kind; only calls that
     reached a tool count (a rejected call is an invalid tool call, not a wrong argument)."""
-    chain = [s for s in field_of(task, "gold_chain") or [] if isinstance(field_of(s, "tool"), str)]
     reached = [s for s in steps if _reached_tool(s)]
-    comparisons = compare_steps([dict(s) for s in chain if isinstance(s, Mapping)], reached)
+    comparisons = compare_steps(_gold_steps(task), reached)
     return list(zip(comparisons, _gold_kinds(task, tool_kinds), strict=False))
 
 
@@ -319,24 +221,24 @@ def detect_wrong_arguments(compared: list[tuple[StepComparison, str]]) -> ErrorL
     )
 
 
+def _writers(tool_kinds: Mapping[str, str]) -> set[str]:
+    return {name for name, kind in tool_kinds.items() if kind == "write"}
+
+
+def _wrote(step: Step, writers: set[str]) -> bool:
+    """The step ran a write tool successfully: the trajectory changed the state there."""
+    return _reached_tool(step) and not step.error_kind and step.tool_call.name in writers
+
+
 def observation_drift(
     compared: list[tuple[StepComparison, str]],
-    steps: list[Mapping[str, Any]],
+    steps: Sequence[Step],
     tool_kinds: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     """Gold reads made with the gold arguments that observed another result than the gold run,
     after the agent had written: its state had left the gold run's path by then."""
-    writers = {name for name, kind in tool_kinds.items() if kind == "write"} | {
-        c.tool for c, kind in compared if kind == "write"
-    }
-    first_write = next(
-        (
-            _step_index(s, p)
-            for p, s in enumerate(steps)
-            if _reached_tool(s) and not s.get("error_kind") and _tool_call(s)[0] in writers
-        ),
-        None,
-    )
+    writers = _writers(tool_kinds) | {c.tool for c, kind in compared if kind == "write"}
+    first_write = next((s.index for s in steps if _wrote(s, writers)), None)
     return [
         {"tool": c.tool, "step": c.agent_step, "gold_step": c.gold_index}
         for c, kind in compared
@@ -357,9 +259,10 @@ def _write_argument_mismatches(compared: list[tuple[StepComparison, str]]) -> li
     ]
 
 
-def _write_count(diff: Mapping[str, Any]) -> int:
+def write_count(diff: Mapping[str, Mapping[str, list]]) -> int:
+    """The rows a state diff adds, removes or changes."""
     return sum(
-        len(field_of(ops, kind) or [])
+        len(ops.get(kind) or [])
         for ops in diff.values()
         for kind in ("added", "removed", "changed")
     )
@@ -372,34 +275,22 @@ def compare_state_diffs(expected: Mapping[str, Any], actual: Mapping[str, Any]) 
     return row_pairs(expected, actual)
 
 
-def _write_steps(steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]) -> tuple[int, ...]:
-    """Steps where a write tool ran successfully: where the trajectory changed the state."""
-    return tuple(
-        _step_index(step, position)
-        for position, step in enumerate(steps)
-        if _reached_tool(step)
-        and not step.get("error_kind")
-        and tool_kinds.get(_tool_call(step)[0]) == "write"
-    )
-
-
-def _state_matches(trajectory: Any, task: Any) -> bool:
-    expected_hash = field_of(task, "expected_state_hash")
-    final_hash = field_of(trajectory, "final_state_hash")
-    if expected_hash and expected_hash == final_hash:
+def _state_matches(trajectory: Trajectory, task: TaskSpec) -> bool:
+    expected_hash = task.expected_state_hash
+    if expected_hash and expected_hash == trajectory.final_state_hash:
         return True
-    actual = field_of(trajectory, "state_diff")
-    return actual is not None and compare_diffs(field_of(task, "expected_diff"), actual).same
+    actual = trajectory.state_diff
+    return actual is not None and compare_diffs(task.expected_diff, actual).same
 
 
 def detect_state_errors(
-    trajectory: Any,
-    task: Any,
-    steps: list[Mapping[str, Any]],
+    trajectory: Trajectory,
+    task: TaskSpec,
     tool_kinds: Mapping[str, str],
     compared: list[tuple[StepComparison, str]] = (),
 ) -> list[ErrorLabel]:
-    expected = field_of(task, "expected_diff")
+    steps = trajectory.steps
+    expected = task.expected_diff
     drift = observation_drift(list(compared), steps, tool_kinds)
     if expected is None or _state_matches(trajectory, task):
         if not drift:
@@ -414,9 +305,8 @@ def detect_state_errors(
                 {"observation_drift": drift},
             )
         ]
-    actual = field_of(trajectory, "state_diff") or {}
-    comparison = compare_state_diffs(expected, actual)
-    evidence_steps = _write_steps(steps, tool_kinds)
+    comparison = compare_state_diffs(expected, trajectory.state_diff or {})
+    evidence_steps = tuple(s.index for s in steps if _wrote(s, _writers(tool_kinds)))
     # What the step comparison adds: writes made with other arguments than the gold run's, and
     # gold reads that observed the diverged state.
     extra_evidence = {
@@ -434,7 +324,7 @@ def detect_state_errors(
             ErrorLabel(
                 MISSING_STATE_UPDATE,
                 evidence_steps,
-                f"{len(comparison['missing'])} of {_write_count(expected)} gold write(s) absent "
+                f"{len(comparison['missing'])} of {write_count(expected)} gold write(s) absent "
                 f"from the final state (tables: {', '.join(tables)})",
                 {"missing": comparison["missing"], **extra_evidence},
             )
@@ -454,34 +344,31 @@ def detect_state_errors(
     return labels
 
 
-def _answer_step(steps: list[Mapping[str, Any]]) -> int | None:
-    for position in range(len(steps) - 1, -1, -1):
-        step = steps[position]
-        if step.get("role") == "assistant" and not step.get("tool_call"):
-            return _step_index(step, position)
-    return _step_index(steps[-1], len(steps) - 1) if steps else None
+def _answer_step(steps: Sequence[Step]) -> int | None:
+    for step in reversed(steps):
+        if step.role == "assistant" and not step.tool_call:
+            return step.index
+    return steps[-1].index if steps else None
 
 
 def detect_premature_answer(
-    trajectory: Any, task: Any, steps: list[Mapping[str, Any]], tool_kinds: Mapping[str, str]
+    trajectory: Trajectory, task: TaskSpec, tool_kinds: Mapping[str, str]
 ) -> ErrorLabel | None:
     """Answered before calling a tool the gold run reads with. A call that raised was still
     made (a tool error, not an early answer); a write never made is a missing state update."""
-    if field_of(trajectory, "finished_reason") != "answer":
+    if trajectory.finished_reason != "answer":
         return None
     needed = required_tools(task)
     if not needed:
         return None
-    writes = {
-        str(field_of(c, "tool"))
-        for c in field_of(task, "gold_chain") or []
-        if field_of(c, "kind") == "write"
-    } | {name for name in needed if tool_kinds.get(name) == "write"}
-    called = {_tool_call(s)[0] for s in steps if _reached_tool(s)}
+    writes = {str(c.get("tool")) for c in task.gold_chain if c.get("kind") == "write"} | {
+        name for name in needed if tool_kinds.get(name) == "write"
+    }
+    called = {s.tool_call.name for s in trajectory.steps if _reached_tool(s)}
     missing = [name for name in needed if name not in called]
     if not [name for name in missing if name not in writes]:
         return None
-    answer_step = _answer_step(steps)
+    answer_step = _answer_step(trajectory.steps)
     return ErrorLabel(
         PREMATURE_ANSWER,
         (answer_step,) if answer_step is not None else (),
@@ -491,11 +378,12 @@ def detect_premature_answer(
     )
 
 
-def detect_step_budget(trajectory: Any, steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
-    if field_of(trajectory, "finished_reason") != "step_budget":
+def detect_step_budget(trajectory: Trajectory) -> ErrorLabel | None:
+    if trajectory.finished_reason != "step_budget":
         return None
-    calls = sum(1 for s in steps if s.get("tool_call"))
-    last = _step_index(steps[-1], len(steps) - 1) if steps else None
+    steps = trajectory.steps
+    calls = sum(1 for s in steps if s.tool_call)
+    last = steps[-1].index if steps else None
     return ErrorLabel(
         STEP_BUDGET_EXHAUSTED,
         (last,) if last is not None else (),
@@ -505,61 +393,58 @@ def detect_step_budget(trajectory: Any, steps: list[Mapping[str, Any]]) -> Error
 
 
 def detect_wrong_answer(
-    trajectory: Any, task: Any, reward: RewardView, steps: list[Mapping[str, Any]]
+    trajectory: Trajectory, task: TaskSpec, reward: RewardBreakdown
 ) -> ErrorLabel | None:
-    if field_of(trajectory, "finished_reason") != "answer":
+    if trajectory.finished_reason != "answer":
         return None
-    reference = field_of(task, "reference_answer")
-    if reference is None or reward.answer is None or reward.answer >= _FULL_SCORE:
+    reference = task.reference_answer
+    answer_score = reward.score_of("answer")
+    if reference is None or answer_score is None or answer_score >= _FULL_SCORE:
         return None
-    answer_step = _answer_step(steps)
-    given = field_of(trajectory, "final_answer")
-    reason = reward.reasons.get("answer", "")
+    answer_step = _answer_step(trajectory.steps)
+    given = trajectory.final_answer
+    reason = reward.reason_of("answer")
     return ErrorLabel(
         WRONG_ANSWER,
         (answer_step,) if answer_step is not None else (),
         f"answer {str(given)[:80]!r} does not match reference {str(reference)[:80]!r} "
-        f"(answer score {reward.answer:.2f}{'; ' + reason if reason else ''})",
-        {"final_answer": given, "reference_answer": reference, "answer_score": reward.answer},
+        f"(answer score {answer_score:.2f}{'; ' + reason if reason else ''})",
+        {"final_answer": given, "reference_answer": reference, "answer_score": answer_score},
     )
 
 
-def detect_format_error(
-    trajectory: Any, reward: RewardView, steps: list[Mapping[str, Any]]
-) -> ErrorLabel | None:
-    hits = [
-        _step_index(s, p)
-        for p, s in enumerate(steps)
-        if s.get("role") == "assistant" and s.get("error_kind") in _FORMAT_KINDS
-    ]
+def detect_format_error(trajectory: Trajectory, reward: RewardBreakdown) -> ErrorLabel | None:
+    steps = trajectory.steps
+    hits = [s.index for s in steps if s.role == "assistant" and s.error_kind in _FORMAT_KINDS]
     reasons = []
-    if field_of(trajectory, "finished_reason") == "format_error":
+    if trajectory.finished_reason == "format_error":
         reasons.append("episode ended on malformed assistant output")
         if not hits and steps:
-            hits.append(_step_index(steps[-1], len(steps) - 1))
+            hits.append(steps[-1].index)
     elif hits:
         reasons.append(f"{len(hits)} malformed assistant message(s)")
     if not reasons:  # a low format score alone is the invalid tool calls' (or no call at all)
         return None
-    if reward.format is not None and reward.format < _FULL_SCORE:
-        detail = reward.reasons.get("format", "")
-        reasons.append(f"format score {reward.format:.2f}" + (f": {detail}" if detail else ""))
+    format_score = reward.score_of("format")
+    if format_score is not None and format_score < _FULL_SCORE:
+        detail = reward.reason_of("format")
+        reasons.append(f"format score {format_score:.2f}" + (f": {detail}" if detail else ""))
     return ErrorLabel(FORMAT_ERROR, tuple(hits), "; ".join(reasons))
 
 
-def detect_repeated_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
+def detect_repeated_calls(steps: Sequence[Step]) -> ErrorLabel | None:
     """The same tool with the same arguments at least LOOP_THRESHOLD times in a row."""
     runs: list[tuple[str, list[int]]] = []
     previous = None
-    for position, step in enumerate(steps):
-        call = _tool_call(step)
+    for step in steps:
+        call = step.tool_call
         if call is None:
             continue
-        signature = call[0] + _canonical(call[1])
+        signature = call.name + canonical_value(call.arguments)
         if signature == previous:
-            runs[-1][1].append(_step_index(step, position))
+            runs[-1][1].append(step.index)
         else:
-            runs.append((call[0], [_step_index(step, position)]))
+            runs.append((call.name, [step.index]))
         previous = signature
     loops = [(name, indices) for name, indices in runs if len(indices) >= LOOP_THRESHOLD]
     if not loops:
@@ -576,26 +461,28 @@ def detect_repeated_calls(steps: list[Mapping[str, Any]]) -> ErrorLabel | None:
 
 
 def label_failure(
-    trajectory: Any, task: Any, reward: Any, tool_kinds: Mapping[str, str] | None = None
+    trajectory: Trajectory,
+    task: TaskSpec,
+    reward: RewardBreakdown,
+    tool_kinds: Mapping[str, str] | None = None,
 ) -> list[ErrorLabel]:
     """All error labels the evidence supports for one episode, in taxonomy order.
 
     ``tool_kinds`` (the manifest's ``{"tool": "read" | "write"}``) lets state labels point at
     the write steps; without it they rest on the state diff alone.
     """
-    steps = _steps(trajectory)
+    steps = trajectory.steps
     kinds = tool_kinds or {}
-    view = reward if isinstance(reward, RewardView) else read_reward(reward)
     compared = compare_with_gold(steps, task, kinds)
     found: Iterable[ErrorLabel | None] = [
         detect_invalid_tool_calls(steps),
         detect_tool_errors(steps),
         detect_wrong_arguments(compared),
-        *detect_state_errors(trajectory, task, steps, kinds, compared),
-        detect_premature_answer(trajectory, task, steps, kinds),
-        detect_step_budget(trajectory, steps),
-        detect_wrong_answer(trajectory, task, view, steps),
-        detect_format_error(trajectory, view, steps),
+        *detect_state_errors(trajectory, task, kinds, compared),
+        detect_premature_answer(trajectory, task, kinds),
+        detect_step_budget(trajectory),
+        detect_wrong_answer(trajectory, task, reward),
+        detect_format_error(trajectory, reward),
         detect_repeated_calls(steps),
     ]
     labels = [label for label in found if label is not None]

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from arena.diagnosis import category_name
-from arena.error_taxonomy import field_of
 
 Environment = TypeVar("Environment")
+
+
+def field_of(environment: Any, name: str) -> Any:
+    """An environment's ``name`` or ``category``: a catalogue dict's key or a model's field."""
+    if isinstance(environment, Mapping):
+        return environment.get(name)
+    return getattr(environment, name, None)
 
 
 def environment_name(environment: Any) -> str:

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arena.diagnosis import EvaluatedEpisode, category_name, is_success
-from arena.error_taxonomy import read_reward
 from aw_site.stats import wilson_interval
 
 DIMENSIONS = ("category", "environment", "task_kind", "category_kind", "difficulty")
@@ -40,7 +39,7 @@ class EpisodeResult:
             category=category_name(episode.category),
             task_kind=episode.task_kind,
             difficulty=episode.difficulty,
-            reward_total=read_reward(episode.reward).total,
+            reward_total=episode.reward.total,
             success=is_success(episode),
         )
 

@@ -10,6 +10,7 @@ train:    a training run of the round's policy; its output is the next round's p
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django.db import transaction
@@ -35,8 +36,9 @@ from environments.runtime import SandboxPool
 from environments.versions import current_version, current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
+from tasks.reward import RewardBreakdown
 from tasks.service import fresh_arena_tasks, synthesize_tasks
-from training.models import TrainingRun, TrainingTask, Trajectory
+from training.models import TrainingRun, TrainingTask
 from training.service import evaluate_tasks, record_trajectory
 from training.service import train as train_policy
 
@@ -135,52 +137,27 @@ def evaluate(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
 
 
 def evaluated_episodes(evaluation: ArenaEvaluation) -> list[EvaluatedEpisode]:
-    trajectories = evaluation.trajectories.select_related("task__environment").prefetch_related(
-        "steps"
-    )
+    """The evaluation's stored episodes as diagnosis reads them: each row as a trajectory
+    record, its task as a spec and its stored reward as a breakdown."""
+    trajectories = evaluation.trajectories.select_related(
+        "task__environment", "environment"
+    ).prefetch_related("steps")
     episodes = []
     for row in trajectories:
         spec = spec_from_task(row.task)
         manifest = row.task.environment.manifest
         episodes.append(
             EvaluatedEpisode(
-                trajectory=trajectory_dict(row),
-                task={**spec.to_dict(), "id": row.task_id, "difficulty": row.task.difficulty},
-                reward=row.reward,
+                trajectory=row.to_record(),
+                task=dataclasses.replace(spec, difficulty=row.task.difficulty),
+                reward=RewardBreakdown.from_dict(row.reward or {}),
                 environment=row.task.environment.name,
                 category=manifest.get("category", {}),
                 tool_kinds=manifest.get("tool_kinds", {}),
+                trajectory_id=row.pk,
             )
         )
     return episodes
-
-
-def trajectory_dict(row: Trajectory) -> dict[str, Any]:
-    return {
-        "task_id": str(row.task_id),
-        "trajectory_id": row.pk,
-        "environment": row.task.environment.name,
-        "final_answer": row.final_answer,
-        "final_state_hash": row.final_state_hash,
-        "state_diff": row.state_diff,
-        "finished_reason": row.finished_reason,
-        "metadata": row.metadata,
-        "steps": [
-            {
-                "index": step.index,
-                "role": step.role,
-                "content": step.content,
-                "tool_call": {"name": step.tool_name, "arguments": step.tool_arguments}
-                if step.tool_name
-                else None,
-                "raw_tool_call": step.raw_tool_call or None,
-                "tool_result": step.tool_result,
-                "error": step.error or None,
-                "error_kind": step.error_kind or None,
-            }
-            for step in row.steps.all()
-        ],
-    }
 
 
 def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:

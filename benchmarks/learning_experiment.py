@@ -39,6 +39,7 @@ from aw_site.stats import wilson_interval  # noqa: E402
 from benchmarks.starter_packages import starter_packages  # noqa: E402
 from environments.runtime import SandboxPool, load_package  # noqa: E402
 from tasks.gold_tools import gold_tools  # noqa: E402
+from tasks.reward import RewardBreakdown  # noqa: E402
 from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer  # noqa: E402
 from training.grpo.config import TrainingConfig  # noqa: E402
 from training.grpo.trainer import run_training  # noqa: E402
@@ -74,7 +75,7 @@ def signals(task, trajectory) -> dict[str, bool]:
     return {
         "success": bool(trajectory.reward and trajectory.reward.get("success")),
         "valid_call": any(s.error_kind is None for s in calls),
-        "needed_tool": any(s.error_kind is None and s.tool_call["name"] in needed for s in calls),
+        "needed_tool": any(s.error_kind is None and s.tool_call.name in needed for s in calls),
     }
 
 
@@ -194,9 +195,9 @@ def main() -> int:
         before = evaluate(base_dir, heldout, packages, pool, args)
         episodes = [
             EvaluatedEpisode(
-                trajectory=trajectory.to_dict(),
-                task=task.to_dict(),
-                reward=trajectory.reward,
+                trajectory=trajectory,
+                task=task,
+                reward=RewardBreakdown.from_dict(trajectory.reward or {}),
                 environment=task.environment,
                 category=packages[task.environment].manifest.get("category", {}),
                 tool_kinds=packages[task.environment].manifest.get("tool_kinds", {}),

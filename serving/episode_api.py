@@ -220,7 +220,7 @@ def _finish(key: str, live, data: dict) -> dict:
             "episode": key,
             "state_hash": outcome.final_state_hash,
             "diff": outcome.state_diff,
-            "answer": trajectory["final_answer"],
+            "answer": trajectory.final_answer,
             "answer_source": (
                 "finish" if answered else "submit_answer" if live.run.submission else None
             ),

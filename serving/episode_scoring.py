@@ -22,6 +22,7 @@ from tasks.answer_contract import (
 from tasks.episode_outcome import EpisodeOutcome, finish_episode, submitted_answer_text
 from tasks.synthesis.task_spec import TaskSpec, as_task
 from tasks.tool_subset import not_offered_message, offered_names, offered_tools
+from tasks.trajectory import Step, ToolCall, Trajectory
 
 
 def check_submission(contract: AnswerContract, arguments: Any) -> Submission:
@@ -37,18 +38,18 @@ def check_submission(contract: AnswerContract, arguments: Any) -> Submission:
     return read_submission(contract, {"answer": arguments.get("answer")})
 
 
-def tool_steps(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def tool_steps(calls: list[dict[str, Any]]) -> list[Step]:
     """Trajectory steps from ``ToolCallResult.to_dict()`` records, in order."""
     return [
-        {
-            "index": index,
-            "role": "assistant",
-            "tool_call": {"name": call["tool"], "arguments": call["arguments"]},
-            "tool_result": call.get("result"),
-            "error": call.get("error"),
-            "error_kind": call.get("error_kind"),
-            "duration_ms": call.get("duration_ms", 0.0),
-        }
+        Step(
+            index=index,
+            role="assistant",
+            tool_call=ToolCall(call["tool"], call["arguments"]),
+            tool_result=call.get("result"),
+            error=call.get("error"),
+            error_kind=call.get("error_kind"),
+            duration_ms=call.get("duration_ms", 0.0),
+        )
         for index, call in enumerate(calls)
     ]
 
@@ -111,15 +112,15 @@ class TaskRun:
         outcome: EpisodeOutcome = finish_episode(self.task, episode, final_answer)
         steps = tool_steps(self.calls)
         if final_answer is not None:
-            steps.append({"index": len(steps), "role": "assistant", "content": final_answer})
-        trajectory = {
-            "task_id": self.task.task_id,
-            "environment": self.task.environment,
-            "steps": steps,
-            "final_answer": final_answer,
-            "final_state_hash": outcome.final_state_hash,
-            "state_diff": outcome.state_diff,
-            "verification": outcome.verification,
-            "finished_reason": "answer",
-        }
+            steps.append(Step(index=len(steps), role="assistant", content=final_answer))
+        trajectory = Trajectory(
+            task_id=self.task.task_id,
+            environment=self.task.environment,
+            steps=steps,
+            final_answer=final_answer,
+            final_state_hash=outcome.final_state_hash,
+            state_diff=outcome.state_diff,
+            verification=outcome.verification,
+            finished_reason="answer",
+        )
         return outcome, score(self.task, trajectory), trajectory

@@ -24,6 +24,7 @@ from tasks.state_changes import compare_diffs
 from tasks.synthesis.arguments import coerce, write_arguments
 from tasks.synthesis.task_spec import TaskSpec, canonical_json
 from tasks.synthesis.tool_graph import ToolNode, is_row_list, records_of
+from tasks.trajectory import Step, ToolCall, Trajectory
 from tasks.verification import run_verification
 
 CHECKS: tuple[str, ...] = (
@@ -239,7 +240,7 @@ class VerifierAuditor:
 
     def _run(
         self, task: TaskSpec, calls: list[dict[str, Any]], answers: dict[str, Any]
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, Trajectory]:
         """Replay ``calls`` in one fresh episode; one trajectory per answer on that state."""
         # A template's verification script and the audit's own answers are this project's
         # code and values: no fresh worker after each check (an LLM's script gets one).
@@ -249,48 +250,46 @@ class VerifierAuditor:
             for index, call in enumerate(calls):
                 outcome = episode.call_tool(call["tool"], call["arguments"])
                 steps.append(
-                    {
-                        "index": index,
-                        "role": "assistant",
-                        "tool_call": {"name": call["tool"], "arguments": call["arguments"]},
-                        "tool_result": outcome.result,
-                        "error": outcome.error,
-                        "error_kind": outcome.error_kind,
-                    }
+                    Step(
+                        index=index,
+                        role="assistant",
+                        tool_call=ToolCall(call["tool"], call["arguments"]),
+                        tool_result=outcome.result,
+                        error=outcome.error,
+                        error_kind=outcome.error_kind,
+                    )
                 )
             final_hash, diff = episode.state_hash(), episode.state_diff()
             runs = {}
             for name, answer in answers.items():
                 if answer is FROM_RUN:
                     spec = (task.metadata or {}).get("answer") or {}
-                    last = steps[-1]["tool_result"] if steps else None
+                    last = steps[-1].tool_result if steps else None
                     answer = project(spec, last) if task_contract(task).expects_answer else None
                 verification = None
                 if task.verification:
                     verification = run_verification(
                         episode, task.verification, answer, recycle=False if trusted else None
                     )
-                runs[name] = {
-                    "steps": steps,
-                    "final_answer": canonical_json({"answer": answer}),
-                    "final_state_hash": final_hash,
-                    "state_diff": diff,
-                    "finished_reason": "answer",
-                    "verification": verification,
-                }
+                runs[name] = Trajectory(
+                    task_id=task.task_id,
+                    environment=task.environment,
+                    steps=steps,
+                    final_answer=canonical_json({"answer": answer}),
+                    final_state_hash=final_hash,
+                    state_diff=diff,
+                    verification=verification,
+                )
         return runs
 
-    def _no_op(self, task: TaskSpec) -> dict[str, Any]:
+    def _no_op(self, task: TaskSpec) -> Trajectory:
         verification = {"passed": False, "error": "no answer"} if task.verification else None
-        initial = self.initial_hash()
-        return {
-            "steps": [],
-            "final_answer": None,
-            "final_state_hash": initial,
-            "state_diff": {},
-            "finished_reason": "answer",
-            "verification": verification,
-        }
+        return Trajectory(
+            task_id=task.task_id,
+            environment=task.environment,
+            final_state_hash=self.initial_hash(),
+            verification=verification,
+        )
 
     def initial_hash(self) -> str:
         """The package's initial state hash, read from one episode the first time it is asked."""
@@ -301,14 +300,14 @@ class VerifierAuditor:
 
     # -- checks --------------------------------------------------------------------------------
 
-    def _expect_solved(self, name: str, task: TaskSpec, run: dict[str, Any]) -> AuditCheck:
+    def _expect_solved(self, name: str, task: TaskSpec, run: Trajectory) -> AuditCheck:
         breakdown = score(task, run, self.settings)
         passed = breakdown.success and breakdown.total >= 0.999
         return AuditCheck(
             name, True, passed, breakdown.success, breakdown.total, "" if passed else breakdown.gate
         )
 
-    def _expect_failed(self, name: str, task: TaskSpec, run: dict[str, Any], detail: str = ""):
+    def _expect_failed(self, name: str, task: TaskSpec, run: Trajectory, detail: str = ""):
         breakdown = score(task, run, self.settings)
         passed = not breakdown.success and breakdown.total <= self.settings.partial_cap + 1e-9
         note = detail or breakdown.gate
@@ -363,18 +362,18 @@ class VerifierAuditor:
                     changed[position]["arguments"][name] = value
                     claimed = task.reference_answer if contract.expects_answer else None
                     run = self._run(task, changed, {"run": claimed})["run"]
-                    last = run["steps"][-1]
-                    if last["error_kind"]:
+                    last = run.steps[-1]
+                    if last.error_kind:
                         continue
                     answer = claimed
                     if graph and contract.expects_answer:
-                        answer = project(spec, last["tool_result"])
-                        run["final_answer"] = canonical_json({"answer": answer})
+                        answer = project(spec, last.tool_result)
+                        run.final_answer = canonical_json({"answer": answer})
                     same_answer = not contract.expects_answer or (
                         answer is not None
                         and compare(contract, task.reference_answer, answer).correct
                     )
-                    if same_answer and compare_diffs(task.expected_diff, run["state_diff"]).same:
+                    if same_answer and compare_diffs(task.expected_diff, run.state_diff).same:
                         continue  # the outcome did not change: not a wrong run
                     detail = f"{calls[position]['tool']}.{name}={value!r}"
                     return self._expect_failed("perturbed_argument", task, run, detail)
@@ -413,8 +412,8 @@ class VerifierAuditor:
         changed[position] = {"tool": other["tool"], "arguments": dict(other["arguments"])}
         answer = FROM_RUN if task.kind == "graph" else task.reference_answer
         run = self._run(task, changed, {"run": answer})["run"]
-        if run["steps"][position]["error_kind"]:
-            detail = f"the other branch fails: {run['steps'][position]['error']}"
+        if run.steps[position].error_kind:
+            detail = f"the other branch fails: {run.steps[position].error}"
             return AuditCheck("wrong_branch", True, False, detail=detail)
         return self._expect_failed(
             "wrong_branch", task, run, f"other branch of step {position + 1}"
@@ -432,9 +431,9 @@ class VerifierAuditor:
                 continue
             extra = calls + [{"tool": node.name, "arguments": arguments}]
             run = self._run(task, extra, {"gold": reference})["gold"]
-            if run["steps"][-1]["error_kind"]:
+            if run.steps[-1].error_kind:
                 continue  # the write failed
-            if compare_diffs(task.expected_diff, run["state_diff"]).same:
+            if compare_diffs(task.expected_diff, run.state_diff).same:
                 continue  # the write changed nothing  # the write failed or changed nothing
             return self._expect_failed("extra_write", task, run, f"extra {node.name}")
         return AuditCheck("extra_write", False, True, detail="no write tool could change the state")

@@ -21,7 +21,9 @@ from tasks.agent_view import (
     tool_message,
 )
 from tasks.answer_contract import SUBMIT_ANSWER, task_contract
+from tasks.reward import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec, as_task
+from tasks.trajectory import Trajectory
 
 
 def task_features():
@@ -114,31 +116,24 @@ def task_record(task: TaskSpec | dict[str, Any], manifests: dict[str, dict[str, 
     }
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
-def trajectory_messages(view: AgentView, trajectory: Any) -> list[dict[str, Any]]:
+def trajectory_messages(view: AgentView, trajectory: Trajectory) -> list[dict[str, Any]]:
     """The conversation of a trajectory: system, user, then assistant tool calls and results,
     rendered as the agent read them."""
     messages: list[dict[str, Any]] = view.messages()
-    for step in _get(trajectory, "steps") or []:
-        call = _get(step, "tool_call")
+    for step in trajectory.steps:
+        call = step.tool_call
         if call is None:
-            if _get(step, "content"):
-                messages.append({"role": "assistant", "content": _get(step, "content")})
+            if step.content:
+                messages.append({"role": "assistant", "content": step.content})
             continue
-        call_id = f"call_{_get(step, 'index', len(messages))}"
-        calls = [(call_id, call["name"], call.get("arguments") or {})]
-        messages.append(assistant_call_message(_get(step, "content") or "", calls))
-        if call["name"] == SUBMIT_ANSWER:  # the answer itself: no tool result, nothing after
+        call_id = f"call_{step.index}"
+        calls = [(call_id, call.name, call.arguments)]
+        messages.append(assistant_call_message(step.content or "", calls))
+        if call.name == SUBMIT_ANSWER:  # the answer itself: no tool result, nothing after
             return messages
-        error = _get(step, "error")
-        content = render_tool_result(
-            not error, _get(step, "tool_result"), error, _get(step, "error_kind")
-        )
-        messages.append(tool_message(call_id, call["name"], content))
-    answer = _get(trajectory, "final_answer")
+        content = render_tool_result(not step.error, step.tool_result, step.error, step.error_kind)
+        messages.append(tool_message(call_id, call.name, content))
+    answer = trajectory.final_answer
     closing = {"role": "assistant", "content": str(answer)}
     if answer is not None and messages[-1] != closing:  # a final text step already holds it
         messages.append(closing)
@@ -147,21 +142,21 @@ def trajectory_messages(view: AgentView, trajectory: Any) -> list[dict[str, Any]
 
 def trajectory_record(
     task: TaskSpec | dict[str, Any],
-    trajectory: Any,
+    trajectory: Trajectory,
     manifests: dict[str, dict[str, Any]],
-    breakdown=None,
+    breakdown: RewardBreakdown | None = None,
 ) -> dict:
     task = as_task(task)
     view = _view(task, manifests)
-    answer = _get(trajectory, "final_answer")
+    answer = trajectory.final_answer
     return {
-        "task_id": _get(trajectory, "task_id") or task.task_id,
+        "task_id": trajectory.task_id or task.task_id,
         "environment": task.environment,
         "messages": trajectory_messages(view, trajectory),
         "tools": view.tools,
         "final_answer": None if answer is None else str(answer),
-        "finished_reason": _get(trajectory, "finished_reason"),
-        "final_state_hash": _get(trajectory, "final_state_hash"),
+        "finished_reason": trajectory.finished_reason,
+        "final_state_hash": trajectory.final_state_hash,
         "reward": breakdown.total if breakdown is not None else None,
         "reward_breakdown": breakdown.to_dict() if breakdown is not None else None,
     }

@@ -34,6 +34,7 @@ from tasks.answer_contract import (
 )
 from tasks.state_changes import compare_diffs, given_key_tables
 from tasks.synthesis.task_spec import TaskSpec, as_task, canonical_json
+from tasks.trajectory import Step, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,15 @@ class RewardComponent:
     reason: str
     applicable: bool = True
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardComponent:
+        return cls(
+            score=float(data.get("score", 0.0)),
+            weight=float(data.get("weight", 0.0)),
+            reason=str(data.get("reason", "")),
+            applicable=bool(data.get("applicable", True)),
+        )
+
 
 @dataclass
 class RewardBreakdown:
@@ -87,33 +97,47 @@ class RewardBreakdown:
             "components": {k: dataclasses.asdict(c) for k, c in self.components.items()},
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardBreakdown:
+        """The breakdown stored as ``to_dict`` (a trajectory row's ``reward``); an empty dict
+        (no reward recorded) reads as an unsolved run worth nothing."""
+        components = data.get("components") or {}
+        return cls(
+            total=float(data.get("total", 0.0)),
+            success=bool(data.get("success", False)),
+            components={k: RewardComponent.from_dict(c) for k, c in components.items()},
+            gate=str(data.get("gate", "")),
+        )
+
+    def score_of(self, name: str) -> float | None:
+        """A component's score, None where the breakdown has no such component."""
+        component = self.components.get(name)
+        return component.score if component is not None else None
+
+    def reason_of(self, name: str) -> str:
+        component = self.components.get(name)
+        return component.reason if component is not None else ""
+
 
 # --- reading trajectories -----------------------------------------------------------------
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def tool_call_steps(trajectory: Any) -> list[Any]:
+def tool_call_steps(trajectory: Trajectory) -> list[Step]:
     """Steps that are (attempted) environment tool calls, well-formed or not; submitting the
     answer is not one (it looks nothing up and changes nothing)."""
     return [
         s
-        for s in (_get(trajectory, "steps") or [])
-        if (_get(s, "tool_call") is not None or _get(s, "raw_tool_call") is not None)
-        and _get(_get(s, "tool_call") or {}, "name") != SUBMIT_ANSWER
+        for s in trajectory.steps
+        if (s.tool_call is not None or s.raw_tool_call is not None) and s.tool_name != SUBMIT_ANSWER
     ]
 
 
-def valid_tool_calls(trajectory: Any) -> int:
+def valid_tool_calls(trajectory: Trajectory) -> int:
     """Calls that reached a tool: parsed, a known tool, arguments valid for its schema."""
     return sum(
         1
         for s in tool_call_steps(trajectory)
-        if _get(s, "tool_call") is not None and _get(s, "error_kind") not in MALFORMED_KINDS
+        if s.tool_call is not None and s.error_kind not in MALFORMED_KINDS
     )
 
 
@@ -204,13 +228,13 @@ class _Answer:
     submission: Submission | None
 
 
-def _answer(task: TaskSpec, trajectory: Any, settings: RewardSettings) -> _Answer:
+def _answer(task: TaskSpec, trajectory: Trajectory, settings: RewardSettings) -> _Answer:
     contract = task_contract(task)
     if not contract.expects_answer:
         component = RewardComponent(1.0, 0.0, "the task asks for no answer", applicable=False)
         return _Answer(component, True, 1.0, None)
-    submission = read_submission(contract, _get(trajectory, "final_answer"))
-    verification = _get(trajectory, "verification")
+    submission = read_submission(contract, trajectory.final_answer)
+    verification = trajectory.verification
     if task.verification and isinstance(verification, Mapping) and "passed" in verification:
         if not submission.valid:
             reason = f"answer unusable: {submission.problem}"
@@ -243,11 +267,11 @@ class _State:
     right: bool
 
 
-def _state(task: TaskSpec, trajectory: Any) -> _State:
+def _state(task: TaskSpec, trajectory: Trajectory) -> _State:
     expected_hash = task.expected_state_hash
-    actual_hash = _get(trajectory, "final_state_hash")
+    actual_hash = trajectory.final_state_hash
     given = given_key_tables(task.expected_diff, task.gold_chain)
-    comparison = compare_diffs(task.expected_diff, _get(trajectory, "state_diff"), given)
+    comparison = compare_diffs(task.expected_diff, trajectory.state_diff, given)
     writes_requested = bool(comparison.expected)
     weight = 1.0 if writes_requested else 0.0  # read-only tasks: no credit for doing nothing
     if expected_hash and actual_hash and expected_hash == actual_hash:
@@ -268,12 +292,10 @@ def _state(task: TaskSpec, trajectory: Any) -> _State:
     return _State(RewardComponent(comparison.credit, weight, reason), False)
 
 
-def _format(trajectory: Any) -> RewardComponent:
+def _format(trajectory: Trajectory) -> RewardComponent:
     calls = tool_call_steps(trajectory)
-    malformed = sum(
-        1 for s in calls if _get(s, "tool_call") is None or _get(s, "error_kind") in MALFORMED_KINDS
-    )
-    finished = _get(trajectory, "finished_reason")
+    malformed = sum(1 for s in calls if s.tool_call is None or s.error_kind in MALFORMED_KINDS)
+    finished = trajectory.finished_reason
     total = len(calls) + (1 if finished == "format_error" else 0)
     malformed += 1 if finished == "format_error" else 0
     if total == 0:
@@ -282,7 +304,7 @@ def _format(trajectory: Any) -> RewardComponent:
     return RewardComponent((total - malformed) / total, 0.0, reason)
 
 
-def _efficiency(task: TaskSpec, trajectory: Any, solved: bool) -> RewardComponent:
+def _efficiency(task: TaskSpec, trajectory: Trajectory, solved: bool) -> RewardComponent:
     gold = len(task.gold_chain)
     used = len(tool_call_steps(trajectory))
     if not solved:
@@ -295,7 +317,7 @@ def _efficiency(task: TaskSpec, trajectory: Any, solved: bool) -> RewardComponen
 
 
 def score(
-    task: TaskSpec | dict[str, Any], trajectory: Any, settings: RewardSettings | None = None
+    task: TaskSpec | dict[str, Any], trajectory: Trajectory, settings: RewardSettings | None = None
 ) -> RewardBreakdown:
     """Score a trajectory against a task's gold run (see the module docstring)."""
     task = as_task(task)

@@ -8,7 +8,6 @@ keeps the verdicts and step indices but no gold tool, argument or result.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.gold_results import canonical_value, normalize_value, result_matches
+from tasks.trajectory import Step
 
 MATCH = "match"
 DIFFERS = "differs"
@@ -85,36 +85,20 @@ class StepComparison:
         return {key: data[key] for key in PUBLIC_KEYS}
 
 
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def agent_calls(steps: Sequence[Any]) -> list[AgentCall]:
-    """The named tool calls of a trajectory's steps (dicts or objects), ``submit_answer`` aside."""
-    calls = []
-    for position, step in enumerate(steps):
-        call = _field(step, "tool_call")
-        name = _field(call, "name") if call else None
-        if not isinstance(name, str) or not name or name == SUBMIT_ANSWER:
-            continue
-        arguments = _field(call, "arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                arguments = {"__raw__": arguments}
-        index = _field(step, "index")
-        calls.append(
-            AgentCall(
-                position=position,
-                step=index if isinstance(index, int) else position,
-                tool=name,
-                arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
-                result=_field(step, "tool_result"),
-                error_kind=_field(step, "error_kind") or None,
-            )
+def agent_calls(steps: Sequence[Step]) -> list[AgentCall]:
+    """The named tool calls of a trajectory's steps, ``submit_answer`` aside."""
+    return [
+        AgentCall(
+            position=position,
+            step=step.index,
+            tool=step.tool_call.name,
+            arguments=dict(step.tool_call.arguments),
+            result=step.tool_result,
+            error_kind=step.error_kind or None,
         )
-    return calls
+        for position, step in enumerate(steps)
+        if step.tool_call is not None and step.tool_call.name not in ("", SUBMIT_ANSWER)
+    ]
 
 
 def _differing(gold: Mapping[str, Any], called: Mapping[str, Any]) -> tuple[str, ...]:
@@ -169,7 +153,7 @@ def _assign(chain: list[Mapping[str, Any]], calls: list[AgentCall]) -> dict[int,
     return assigned
 
 
-def compare_steps(gold_chain: Sequence[Any], steps: Sequence[Any]) -> list[StepComparison]:
+def compare_steps(gold_chain: Sequence[Any], steps: Sequence[Step]) -> list[StepComparison]:
     """One ``StepComparison`` per gold step; each agent call answers at most one gold step."""
     chain = [s for s in gold_chain if isinstance(s, Mapping) and isinstance(s.get("tool"), str)]
     assigned = _assign(chain, agent_calls(steps))

@@ -3,99 +3,94 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
 from arena.diagnosis import EvaluatedEpisode, diagnose, diagnose_episode, is_success
 from arena.error_taxonomy import ERROR_LABELS, compare_state_diffs, label_failure
+from tasks.reward import RewardBreakdown, RewardComponent
+from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Step, ToolCall, Trajectory
 
 TOOL_KINDS = {"get_airport": "read", "list_flights": "read", "create_booking": "write"}
 CATEGORY = {"primary": "Travel & Transportation", "secondary": "Flights", "tertiary": "Airports"}
 GOLD_HASH = "hash-after-gold-run"
 
 
-def booking_task() -> dict:
-    return {
-        "task_id": "t-booking",
-        "kind": "graph",
-        "instruction": "Book the first flight out of JFK for Ada and tell me the booking id.",
-        "gold_chain": [
+def booking_task() -> TaskSpec:
+    return TaskSpec(
+        kind="graph",
+        environment="airports",
+        instruction="Book the first flight out of JFK for Ada and tell me the booking id.",
+        gold_chain=[
             {"tool": "get_airport", "arguments": {"icao": "KJFK"}},
             {"tool": "list_flights", "arguments": {"origin": "KJFK"}},
             {"tool": "create_booking", "arguments": {"flight_id": 7, "passenger": "Ada"}},
         ],
-        "reference_answer": "1",
-        "expected_state_hash": GOLD_HASH,
-        "expected_diff": {
+        reference_answer="1",
+        expected_state_hash=GOLD_HASH,
+        expected_diff={
             "booking": {
                 "added": [{"id": 1, "flight_id": 7, "passenger": "Ada"}],
                 "removed": [],
                 "changed": [],
             }
         },
-        "difficulty": {"walk_length": 3},
-    }
+        difficulty={"walk_length": 3},
+    )
 
 
-def call_step(index, name, arguments, result=None, error=None, error_kind=None):
-    return {
-        "index": index,
-        "role": "assistant",
-        "content": "",
-        "tool_call": {"name": name, "arguments": arguments},
-        "raw_tool_call": None,
-        "tool_result": result,
-        "error": error,
-        "error_kind": error_kind,
-        "duration_ms": 3,
-        "tokens": 12,
-    }
+def call_step(index, name, arguments, result=None, error=None, error_kind=None) -> Step:
+    return Step(
+        index=index,
+        role="assistant",
+        tool_call=ToolCall(name, arguments),
+        tool_result=result,
+        error=error,
+        error_kind=error_kind,
+        duration_ms=3,
+        tokens=12,
+    )
 
 
-def answer_step(index, content):
-    return {
-        "index": index,
-        "role": "assistant",
-        "content": content,
-        "tool_call": None,
-        "raw_tool_call": None,
-        "tool_result": None,
-        "error": None,
-        "error_kind": None,
-        "duration_ms": 0,
-        "tokens": 5,
-    }
+def answer_step(index, content) -> Step:
+    return Step(index=index, role="assistant", content=content, tokens=5)
 
 
-def solved_trajectory() -> dict:
-    return {
-        "task_id": "t-booking",
-        "environment": "airports",
-        "steps": [
+def solved_trajectory() -> Trajectory:
+    return Trajectory(
+        task_id="t-booking",
+        environment="airports",
+        steps=[
             call_step(0, "get_airport", {"icao": "KJFK"}, {"icao": "KJFK", "city": "New York"}),
             call_step(1, "list_flights", {"origin": "KJFK"}, [{"flight_id": 7}]),
             call_step(2, "create_booking", {"flight_id": 7, "passenger": "Ada"}, {"id": 1}),
             answer_step(3, "1"),
         ],
-        "final_answer": "1",
-        "final_state_hash": GOLD_HASH,
-        "state_diff": copy.deepcopy(booking_task()["expected_diff"]),
-        "finished_reason": "answer",
-    }
+        final_answer="1",
+        final_state_hash=GOLD_HASH,
+        state_diff=copy.deepcopy(booking_task().expected_diff),
+        finished_reason="answer",
+    )
 
 
-def reward(answer=1.0, state=1.0, fmt=1.0, efficiency=1.0, reasons=None):
+def reward(answer=1.0, state=1.0, fmt=1.0, efficiency=1.0, reasons=None) -> RewardBreakdown:
     reasons = reasons or {}
     parts = {"answer": answer, "state": state, "format": fmt, "efficiency": efficiency}
     components = {
-        name: {"score": score, "reasons": reasons.get(name, [])} for name, score in parts.items()
+        name: RewardComponent(score, 1.0, reasons.get(name, "")) for name, score in parts.items()
     }
-    return {**components, "total": round(sum(parts.values()) / 4, 4)}
+    return RewardBreakdown(
+        total=round(sum(parts.values()) / 4, 4),
+        success=answer >= 1.0 and state >= 1.0,
+        components=components,
+    )
 
 
 def failed_state(trajectory, state_diff):
-    trajectory["final_state_hash"] = "other-hash"
-    trajectory["state_diff"] = state_diff
+    trajectory.final_state_hash = "other-hash"
+    trajectory.state_diff = state_diff
     return trajectory
 
 
@@ -128,11 +123,13 @@ def test_successful_trajectory_has_no_labels():
 
 def test_invalid_tool_call_from_unknown_tool_and_bad_json():
     trajectory = solved_trajectory()
-    trajectory["steps"][1:1] = [
+    trajectory.steps[1:1] = [
         call_step(
             10, "find_airport", {"code": "JFK"}, error="no such tool", error_kind="unknown_tool"
         ),
-        {**answer_step(11, ""), "raw_tool_call": '{"name": "list_flights", "arguments": "{orig'},
+        dataclasses.replace(
+            answer_step(11, ""), raw_tool_call='{"name": "list_flights", "arguments": "{orig'
+        ),
     ]
     labels = labels_of(trajectory, score=reward(answer=0.0))
     label = labels["invalid_tool_call"]
@@ -143,7 +140,7 @@ def test_invalid_tool_call_from_unknown_tool_and_bad_json():
 
 def test_tool_error_when_tool_raised():
     trajectory = solved_trajectory()
-    trajectory["steps"][0] = call_step(
+    trajectory.steps[0] = call_step(
         0,
         "get_airport",
         {"icao": "JFK"},
@@ -158,7 +155,7 @@ def test_tool_error_when_tool_raised():
 
 def test_wrong_arguments_against_gold_chain():
     trajectory = solved_trajectory()
-    trajectory["steps"][1] = call_step(1, "list_flights", {"origin": "KLGA"}, [{"flight_id": 9}])
+    trajectory.steps[1] = call_step(1, "list_flights", {"origin": "KLGA"}, [{"flight_id": 9}])
     label = labels_of(trajectory, score=reward(answer=0.0))["wrong_arguments"]
     assert label.steps == (1,)
     assert "origin" in label.explanation
@@ -173,7 +170,7 @@ def test_a_write_with_other_arguments_is_a_wrong_state_update_not_wrong_argument
         solved_trajectory(),
         {"booking": {"added": [{"id": 1, "flight_id": 7, "passenger": "Bob"}]}},
     )
-    trajectory["steps"][2] = call_step(
+    trajectory.steps[2] = call_step(
         2, "create_booking", {"flight_id": 7, "passenger": "Bob"}, {"id": 1}
     )
     labels = labels_of(trajectory, score=reward(state=0.0))
@@ -185,9 +182,9 @@ def test_a_write_with_other_arguments_is_a_wrong_state_update_not_wrong_argument
 
 def _chain_with_results() -> dict:
     task = booking_task()
-    task["gold_chain"].append({"tool": "list_flights", "arguments": {"origin": "KJFK"}})
+    task.gold_chain.append({"tool": "list_flights", "arguments": {"origin": "KJFK"}})
     for step, result in zip(
-        task["gold_chain"], ({"icao": "KJFK"}, [{"flight_id": 7}], {"id": 1}, []), strict=True
+        task.gold_chain, ({"icao": "KJFK"}, [{"flight_id": 7}], {"id": 1}, []), strict=True
     ):
         step["result"] = result
     return task
@@ -196,11 +193,9 @@ def _chain_with_results() -> dict:
 def test_gold_results_expose_an_observation_that_drifted_after_a_write():
     task = _chain_with_results()
     trajectory = solved_trajectory()
-    trajectory["steps"][0]["tool_result"] = {"icao": "KJFK"}
-    trajectory["steps"][3:3] = [
-        call_step(3, "list_flights", {"origin": "KJFK"}, [{"flight_id": 8}])
-    ]
-    trajectory["steps"][4]["index"] = 4
+    trajectory.steps[0].tool_result = {"icao": "KJFK"}
+    trajectory.steps[3:3] = [call_step(3, "list_flights", {"origin": "KJFK"}, [{"flight_id": 8}])]
+    trajectory.steps[4].index = 4
     # the final state is right, yet a gold read after the write saw another state
     label = labels_of(trajectory, task=task, score=reward())["wrong_state_update"]
     assert label.steps == (3,)
@@ -208,7 +203,7 @@ def test_gold_results_expose_an_observation_that_drifted_after_a_write():
         {"tool": "list_flights", "step": 3, "gold_step": 3}
     ]
     # the same gold arguments seeing the gold result: nothing to report
-    trajectory["steps"][3]["tool_result"] = []
+    trajectory.steps[3].tool_result = []
     assert labels_of(trajectory, task=task, score=reward()) == {}
 
 
@@ -217,20 +212,20 @@ def test_a_differing_observation_before_any_write_is_no_wrong_argument():
     # right and nothing the agent did explains the result (a stale gold run): no label.
     task = _chain_with_results()
     trajectory = solved_trajectory()
-    trajectory["steps"][1]["tool_result"] = [{"flight_id": 8}]
+    trajectory.steps[1].tool_result = [{"flight_id": 8}]
     assert "wrong_arguments" not in labels_of(trajectory, task=task, score=reward(answer=0.0))
 
 
 def test_argument_comparison_tolerates_case_and_number_types():
     trajectory = solved_trajectory()
-    trajectory["steps"][0] = call_step(0, "get_airport", {"icao": "kjfk "}, {"icao": "KJFK"})
-    trajectory["steps"][2] = call_step(2, "create_booking", {"flight_id": "7", "passenger": "ada"})
+    trajectory.steps[0] = call_step(0, "get_airport", {"icao": "kjfk "}, {"icao": "KJFK"})
+    trajectory.steps[2] = call_step(2, "create_booking", {"flight_id": "7", "passenger": "ada"})
     assert "wrong_arguments" not in labels_of(trajectory, score=reward(answer=0.0))
 
 
 def test_missing_state_update_when_gold_write_never_happened():
     trajectory = failed_state(solved_trajectory(), {})
-    del trajectory["steps"][2]
+    del trajectory.steps[2]
     labels = labels_of(trajectory, score=reward(state=0.0))
     label = labels["missing_state_update"]
     assert "1 of 1 gold write" in label.explanation and "booking" in label.explanation
@@ -260,7 +255,7 @@ def test_state_diff_matching_ignores_autoincrement_id():
 
 def test_premature_answer_before_required_tools():
     trajectory = failed_state(solved_trajectory(), {})
-    trajectory["steps"] = [trajectory["steps"][0], answer_step(1, "1")]
+    trajectory.steps = [trajectory.steps[0], answer_step(1, "1")]
     label = labels_of(trajectory, score=reward(state=0.0))["premature_answer"]
     assert label.steps == (1,)
     assert label.details["missing_tools"] == ["list_flights", "create_booking"]
@@ -268,29 +263,32 @@ def test_premature_answer_before_required_tools():
 
 
 def test_premature_answer_for_programmatic_task_reads_solution_calls():
-    task = {
-        "kind": "programmatic",
-        "instruction": "How many flights leave JFK?",
-        "solution": "def solve(call):\n    a = call('get_airport', icao='KJFK')\n"
+    task = TaskSpec(
+        kind="programmatic",
+        environment="airports",
+        instruction="How many flights leave JFK?",
+        solution="def solve(call):\n    a = call('get_airport', icao='KJFK')\n"
         "    return len(call('list_flights', origin=a['icao']))\n",
-        "reference_answer": 3,
-        "expected_diff": {},
-    }
-    trajectory = {
-        "steps": [answer_step(0, "3")],
-        "final_answer": "3",
-        "finished_reason": "answer",
-        "state_diff": {},
-    }
+        reference_answer=3,
+        expected_diff={},
+    )
+    trajectory = Trajectory(
+        task_id="",
+        environment="airports",
+        steps=[answer_step(0, "3")],
+        final_answer="3",
+        finished_reason="answer",
+        state_diff={},
+    )
     label = labels_of(trajectory, task=task, score=reward(answer=1.0))["premature_answer"]
     assert label.details["required_tools"] == ["get_airport", "list_flights"]
 
 
 def test_step_budget_exhausted():
     trajectory = failed_state(solved_trajectory(), {})
-    trajectory["steps"] = [call_step(i, "get_airport", {"icao": f"K{i}"}) for i in range(6)]
-    trajectory["finished_reason"] = "step_budget"
-    trajectory["final_answer"] = None
+    trajectory.steps = [call_step(i, "get_airport", {"icao": f"K{i}"}) for i in range(6)]
+    trajectory.finished_reason = "step_budget"
+    trajectory.final_answer = None
     label = labels_of(trajectory, score=reward(answer=0.0, state=0.0))["step_budget_exhausted"]
     assert label.steps == (5,)
     assert label.details == {"steps": 6, "tool_calls": 6}
@@ -298,9 +296,9 @@ def test_step_budget_exhausted():
 
 def test_wrong_answer_uses_answer_component():
     trajectory = solved_trajectory()
-    trajectory["steps"][3] = answer_step(3, "booking 2")
-    trajectory["final_answer"] = "booking 2"
-    score = reward(answer=0.0, reasons={"answer": ["normalized answer differs"]})
+    trajectory.steps[3] = answer_step(3, "booking 2")
+    trajectory.final_answer = "booking 2"
+    score = reward(answer=0.0, reasons={"answer": "normalized answer differs"})
     labels = labels_of(trajectory, score=score)
     assert set(labels) == {"wrong_answer"}
     label = labels["wrong_answer"]
@@ -310,11 +308,11 @@ def test_wrong_answer_uses_answer_component():
 
 def test_format_error_on_malformed_assistant_output():
     trajectory = solved_trajectory()
-    trajectory["steps"] = trajectory["steps"][:2] + [
-        {**answer_step(2, "<tool_call>{create_booking"), "error_kind": "format_error"}
+    trajectory.steps = trajectory.steps[:2] + [
+        dataclasses.replace(answer_step(2, "<tool_call>{create_booking"), error_kind="format_error")
     ]
-    trajectory["finished_reason"] = "format_error"
-    score = reward(answer=0.0, state=0.0, fmt=0.0, reasons={"format": ["no parsable message"]})
+    trajectory.finished_reason = "format_error"
+    score = reward(answer=0.0, state=0.0, fmt=0.0, reasons={"format": "no parsable message"})
     label = labels_of(trajectory, score=score)["format_error"]
     assert label.steps == (2,)
     assert "malformed" in label.explanation and "no parsable message" in label.explanation
@@ -323,8 +321,8 @@ def test_format_error_on_malformed_assistant_output():
 def test_repeated_call_loop_three_identical_calls_in_a_row():
     trajectory = failed_state(solved_trajectory(), {})
     loop = [call_step(i, "list_flights", {"origin": "KJFK"}, []) for i in range(1, 5)]
-    trajectory["steps"] = [trajectory["steps"][0], *loop]
-    trajectory["finished_reason"] = "step_budget"
+    trajectory.steps = [trajectory.steps[0], *loop]
+    trajectory.finished_reason = "step_budget"
     label = labels_of(trajectory, score=reward(answer=0.0, state=0.0))["repeated_call_loop"]
     assert label.steps == (1, 2, 3, 4)
     assert "list_flights called 4 times" in label.explanation
@@ -332,7 +330,7 @@ def test_repeated_call_loop_three_identical_calls_in_a_row():
 
 def test_two_identical_calls_are_not_a_loop():
     trajectory = solved_trajectory()
-    trajectory["steps"].insert(1, call_step(9, "get_airport", {"icao": "KJFK"}))
+    trajectory.steps.insert(1, call_step(9, "get_airport", {"icao": "KJFK"}))
     assert "repeated_call_loop" not in labels_of(trajectory, score=reward(answer=0.0))
 
 
@@ -355,9 +353,9 @@ def test_every_taxonomy_label_is_covered_by_a_detector_test():
 def round_episodes() -> list[EvaluatedEpisode]:
     """Two environments in two categories: airports fails at planning, recipes at answers."""
     early = failed_state(solved_trajectory(), {})
-    early["steps"] = [early["steps"][0], answer_step(1, "1")]
+    early.steps = [early.steps[0], answer_step(1, "1")]
     wrong = solved_trajectory()
-    wrong["final_answer"] = "2"
+    wrong.final_answer = "2"
     food = {"primary": "Food & Drink", "secondary": "Recipes"}
     return [
         episode(solved_trajectory(), reward()),
@@ -456,14 +454,14 @@ def test_llm_failure_falls_back_to_offline_summary(monkeypatch):
 
 def test_an_answer_without_the_write_is_a_missing_update_not_a_premature_answer():
     trajectory = failed_state(solved_trajectory(), {})
-    del trajectory["steps"][2]
+    del trajectory.steps[2]
     labels = labels_of(trajectory, score=reward(state=0.0))
     assert set(labels) == {"missing_state_update"}
 
 
 def test_a_required_tool_that_raised_was_still_called():
     trajectory = solved_trajectory()
-    trajectory["steps"][1] = call_step(
+    trajectory.steps[1] = call_step(
         1, "list_flights", {"origin": "KJFK"}, error="boom", error_kind="tool_error"
     )
     labels = labels_of(trajectory, score=reward(answer=0.0))
@@ -472,16 +470,16 @@ def test_a_required_tool_that_raised_was_still_called():
 
 def test_an_unknown_tool_is_an_invalid_call_not_also_a_format_error():
     trajectory = solved_trajectory()
-    trajectory["steps"].insert(
+    trajectory.steps.insert(
         1, call_step(9, "lookup_everything", {}, error="no such tool", error_kind="unknown_tool")
     )
-    score = reward(fmt=0.75, reasons={"format": ["3/4 tool calls well-formed"]})
+    score = reward(fmt=0.75, reasons={"format": "3/4 tool calls well-formed"})
     assert set(labels_of(trajectory, score=score)) == {"invalid_tool_call"}
 
 
 def test_a_write_the_tool_refused_is_judged_by_its_arguments():
     trajectory = failed_state(solved_trajectory(), {})
-    trajectory["steps"][2] = call_step(
+    trajectory.steps[2] = call_step(
         2,
         "create_booking",
         {"flight_id": 99, "passenger": "Ada"},

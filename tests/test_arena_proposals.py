@@ -22,13 +22,13 @@ FOOD = {"primary": "Food & Drink", "secondary": "Recipes"}
 
 def premature():
     trajectory = failed_state(solved_trajectory(), {})
-    trajectory["steps"] = [trajectory["steps"][0], answer_step(1, "1")]
+    trajectory.steps = [trajectory.steps[0], answer_step(1, "1")]
     return trajectory
 
 
 def tool_error():
     trajectory = failed_state(solved_trajectory(), {})
-    trajectory["steps"][2] = call_step(
+    trajectory.steps[2] = call_step(
         2,
         "create_booking",
         {"flight_id": 99, "passenger": "Ada"},
@@ -40,7 +40,7 @@ def tool_error():
 
 def wrong_answer():
     trajectory = solved_trajectory()
-    trajectory["final_answer"] = "2"
+    trajectory.final_answer = "2"
     return trajectory
 
 
@@ -154,9 +154,9 @@ def test_failed_bulk_programs_propose_programs_not_giant_walks():
     from tests.test_arena_diagnosis import booking_task
 
     bulk = booking_task()
-    bulk["kind"] = "programmatic"
-    bulk["gold_chain"] = bulk["gold_chain"] * 6  # 18 calls
-    bulk["expected_diff"]["booking"]["added"] *= 18  # 18 writes
+    bulk.kind = "programmatic"
+    bulk.gold_chain = bulk.gold_chain * 6  # 18 calls
+    bulk.expected_diff["booking"]["added"] *= 18  # 18 writes
     episodes = [episode(premature(), reward(state=0.0), task=copy.deepcopy(bulk)) for _ in range(3)]
     proposals = by_focus(propose_expansions(diagnose(episodes, llm=None)))
     planning = proposals[("more_tasks", "airports", "multi-step planning")]

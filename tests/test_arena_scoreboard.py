@@ -6,6 +6,9 @@ import pytest
 
 from arena.diagnosis import EvaluatedEpisode
 from arena.scoreboard import EpisodeResult, Scoreboard, build_scoreboard, compare
+from tasks.reward import RewardBreakdown, RewardComponent
+from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Trajectory
 
 
 def result(category, env, reward, success, kind="graph", difficulty="3"):
@@ -72,9 +75,18 @@ def test_first_round_has_no_deltas():
 
 def test_builds_from_evaluated_episodes():
     episode = EvaluatedEpisode(
-        trajectory={"finished_reason": "answer"},
-        task={"kind": "graph", "difficulty": {"walk_length": 4}},
-        reward={"answer": {"score": 1.0}, "state": {"score": 1.0}, "total": 0.9},
+        trajectory=Trajectory(task_id="", environment="airports", finished_reason="answer"),
+        task=TaskSpec(
+            kind="graph", environment="airports", instruction="", difficulty={"walk_length": 4}
+        ),
+        reward=RewardBreakdown(
+            total=0.9,
+            success=True,
+            components={
+                "answer": RewardComponent(1.0, 1.0, ""),
+                "state": RewardComponent(1.0, 1.0, ""),
+            },
+        ),
         environment="airports",
         category={"primary": "Travel"},
     )

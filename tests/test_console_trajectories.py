@@ -100,6 +100,7 @@ def test_reward_breakdown_is_defensive():
 def test_reward_breakdown_reads_the_shared_reward_shape():
     from tasks.reward import score
     from tasks.synthesis.task_spec import TaskSpec
+    from tasks.trajectory import Trajectory
 
     task = TaskSpec(
         kind="graph",
@@ -108,7 +109,9 @@ def test_reward_breakdown_reads_the_shared_reward_shape():
         gold_chain=[{"tool": "get_book", "arguments": {"book_id": 1}}],
         reference_answer="Dune",
     )
-    trajectory = {"steps": [], "final_answer": "Emma", "finished_reason": "answer"}
+    trajectory = Trajectory(
+        task_id="", environment="bookstore", final_answer="Emma", finished_reason="answer"
+    )
     shown = reward_breakdown(score(task, trajectory).to_dict(), 0.0)
     names = [component["name"] for component in shown["components"]]
     assert names[0] == "answer" and set(names) <= {"answer", "state", "format", "efficiency"}

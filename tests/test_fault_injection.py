@@ -80,7 +80,7 @@ def test_the_trajectory_records_the_injected_fault(tmp_path):
     assert trajectory.metadata == {
         "injected_fault": {"fault": "repeated_call_loop", "gold_step": 0, "seed": 5}
     }
-    assert [s.tool_call["name"] for s in trajectory.steps if s.tool_call] == ["get_book"] * 3
+    assert [s.tool_call.name for s in trajectory.steps if s.tool_call] == ["get_book"] * 3
 
 
 @pytest.fixture(scope="module")

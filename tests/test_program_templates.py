@@ -112,8 +112,8 @@ def test_each_verification_script_rejects_a_wrong_answer(kept, packages, pool):
         assert right == {"passed": True, "error": None}, (template, right)
         assert rejected["passed"] is False, (template, wrong)
         trajectory = replay_gold(task, pool, packages[name])
-        trajectory["final_answer"] = json.dumps(wrong)
-        trajectory["verification"] = rejected
+        trajectory.final_answer = json.dumps(wrong)
+        trajectory.verification = rejected
         assert not score(task, trajectory).success, template
         checked.add(template)
     assert checked == set(TEMPLATE_NAMES)

@@ -10,9 +10,10 @@ from tasks.answer_contract import AnswerContract, read_submission
 from tasks.reward import MemoryJudgeCache, RewardSettings, score
 from tasks.state_changes import compare_diffs, row_pairs
 from tasks.synthesis.task_spec import TaskSpec
+from tasks.trajectory import Step, ToolCall, Trajectory
 from tests.support.openai_server import ScriptedOpenAIServer, text_reply
 
-CALL = {"index": 0, "role": "assistant", "tool_call": {"name": "count", "arguments": {}}}
+CALL = Step(index=0, role="assistant", tool_call=ToolCall("count"))
 
 
 def read_task(reference=1234, contract=None) -> TaskSpec:
@@ -28,15 +29,17 @@ def read_task(reference=1234, contract=None) -> TaskSpec:
     )
 
 
-def run(answer=None, steps=(CALL,), state_hash="initial", diff=None, **extra) -> dict:
-    return {
-        "steps": list(steps),
-        "final_answer": answer,
-        "final_state_hash": state_hash,
-        "state_diff": diff or {},
-        "finished_reason": "answer",
+def run(answer=None, steps=(CALL,), state_hash="initial", diff=None, **extra) -> Trajectory:
+    return Trajectory(
+        task_id="",
+        environment="shop",
+        steps=list(steps),
+        final_answer=answer,
+        final_state_hash=state_hash,
+        state_diff=diff or {},
+        finished_reason="answer",
         **extra,
-    }
+    )
 
 
 def table(added=(), removed=(), changed=(), references=None, surrogate=True) -> dict:
@@ -93,17 +96,12 @@ def test_a_correct_guess_without_a_tool_call_is_not_solved():
 
 
 def test_only_malformed_calls_count_as_no_call():
-    bad = {
-        "index": 0,
-        "role": "assistant",
-        "tool_call": {"name": "cnt"},
-        "error_kind": "unknown_tool",
-    }
+    bad = Step(index=0, role="assistant", tool_call=ToolCall("cnt"), error_kind="unknown_tool")
     assert score(read_task(), run('{"answer": 1234}', steps=(bad,))).total == 0.0
 
 
 def test_submitting_the_answer_is_not_a_tool_call():
-    submit = {"index": 0, "role": "assistant", "tool_call": {"name": "submit_answer"}}
+    submit = Step(index=0, role="assistant", tool_call=ToolCall("submit_answer"))
     assert score(read_task(), run('{"answer": 1234}', steps=(submit,))).total == 0.0
 
 

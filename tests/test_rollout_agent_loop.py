@@ -71,7 +71,7 @@ def test_malformed_calls_are_recorded_and_the_policy_recovers(package, pool, ini
         policy = OpenAICompatiblePolicy(base_url=server.base_url, model="scripted-model")
         trajectory = run_episode(policy, task, package, pool)
 
-    kinds = [(s.tool_call and s.tool_call["name"], s.error_kind) for s in trajectory.steps]
+    kinds = [(s.tool_call and s.tool_call.name, s.error_kind) for s in trajectory.steps]
     assert kinds == [
         (None, "format_error"),
         ("get_bok", "unknown_tool"),

@@ -8,6 +8,7 @@ with verdicts only (no gold values) for a viewer of an evaluation task.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -51,14 +52,14 @@ def test_gold_chains_carry_the_results_of_the_gold_run(synthesized, bookstore, p
     for task in synthesized:
         assert all("result" in step for step in task.gold_chain), task.kind
         replay = replay_gold(task, pool, bookstore)
-        for step, gold in zip(replay["steps"], task.gold_chain, strict=True):
-            assert result_matches(gold["result"], step["tool_result"])
+        for step, gold in zip(replay.steps, task.gold_chain, strict=True):
+            assert result_matches(gold["result"], step.tool_result)
         json.dumps(task.gold_chain)  # stored as JSON
 
 
 def test_a_replayed_gold_run_matches_every_step(synthesized, bookstore, pool):
     for task in synthesized:
-        comparisons = compare_steps(task.gold_chain, replay_gold(task, pool, bookstore)["steps"])
+        comparisons = compare_steps(task.gold_chain, replay_gold(task, pool, bookstore).steps)
         assert [c.status for c in comparisons] == [MATCH] * len(task.gold_chain)
         assert all(c.arguments_match and c.result_match for c in comparisons)
 
@@ -74,19 +75,19 @@ def test_corrupted_runs_show_where_they_differ(synthesized, bookstore, pool):
     calls = [{"tool": c["tool"], "arguments": dict(c["arguments"])} for c in task.gold_chain]
     # a dropped step is missing, the rest still match
     dropped = run_calls(pool, bookstore, calls[:-1])
-    statuses = [c.status for c in compare_steps(task.gold_chain, dropped["steps"])]
+    statuses = [c.status for c in compare_steps(task.gold_chain, dropped.steps)]
     assert statuses == [MATCH] * (len(calls) - 1) + [MISSING]
     # a perturbed argument differs, naming the argument
     position = next(i for i, c in enumerate(calls) if c["arguments"])
     key, arguments = _perturbed(calls[position]["arguments"])
     perturbed = calls[:position] + [{**calls[position], "arguments": arguments}]
-    comparison = compare_steps(task.gold_chain, run_calls(pool, bookstore, perturbed)["steps"])
+    comparison = compare_steps(task.gold_chain, run_calls(pool, bookstore, perturbed).steps)
     assert comparison[position].status == DIFFERS
     assert comparison[position].differing_arguments == (key,)
     assert comparison[position].agent_arguments[key] == arguments[key]
     # the gold call on another state: same arguments, another observation
-    drifted = [dict(step) for step in replay_gold(task, pool, bookstore)["steps"]]
-    drifted[0]["tool_result"] = {"not": "what the gold run saw"}
+    drifted = replay_gold(task, pool, bookstore).steps
+    drifted[0] = dataclasses.replace(drifted[0], tool_result={"not": "what the gold run saw"})
     first = compare_steps(task.gold_chain, drifted)[0]
     assert (first.status, first.arguments_match, first.result_match) == (DIFFERS, True, False)
     counts = comparison_counts(compare_steps(task.gold_chain, []))

@@ -110,7 +110,7 @@ def test_rollout_loop_requests_and_prompt_carry_the_subset(task, package, pool):
     assert names(trajectory.tools) == OFFERED
 
     refused = trajectory.steps[0]
-    assert refused.tool_call["name"] == NOT_OFFERED and refused.error_kind == "unknown_tool"
+    assert refused.tool_call.name == NOT_OFFERED and refused.error_kind == "unknown_tool"
     assert refused.error == "tool 'place_order' is not offered in this task"
     feedback = server.requests[1]["messages"][-1]
     assert feedback["role"] == "tool" and "not offered in this task" in feedback["content"]
@@ -146,7 +146,7 @@ def test_grpo_prompt_and_rollouts_carry_the_subset(task, package, pool, tmp_path
     play([state], generator, chat, RolloutSettings(), budget)
     trajectory = close_episode(state)
     steps = trajectory.steps
-    assert steps[0].error_kind == "unknown_tool" and steps[0].tool_call["name"] == NOT_OFFERED
+    assert steps[0].error_kind == "unknown_tool" and steps[0].tool_call.name == NOT_OFFERED
     assert trajectory.final_state_hash == task.expected_state_hash  # the order was never placed
     assert score(task, trajectory).success
 

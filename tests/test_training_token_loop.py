@@ -80,7 +80,7 @@ def test_gold_turns_score_full_marks_and_inserted_tokens_are_masked(world):
         assert "<tool_call>" in chat.decode(model) and "<tool_response>" not in chat.decode(model)
         # What the model was shown is what the evaluation loop renders for the same result.
         for step in trajectory.steps:
-            if step.tool_call and step.tool_call["name"] != "submit_answer":
+            if step.tool_call and step.tool_call.name != "submit_answer":
                 shown = render_tool_result(True, step.tool_result)
                 assert shown in chat.decode(inserted)
     assert "book" in trajectories[1].state_diff  # the write happened

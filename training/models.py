@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+
 from django.db import models
 from django.utils import timezone
 
 from aw_site.models import Job
 from environments.models import Environment
 from tasks.models import Task
+from tasks.trajectory import Step as StepRecord
+from tasks.trajectory import ToolCall
+from tasks.trajectory import Trajectory as TrajectoryRecord
 from training.endpoint_url import validate_endpoint_url
 
 
@@ -191,6 +197,23 @@ class Trajectory(models.Model):
     def __str__(self) -> str:
         return f"trajectory #{self.pk} ({'success' if self.success else 'failed'})"
 
+    def to_record(self, steps: Iterable[Step] | None = None) -> TrajectoryRecord:
+        """The stored episode as the typed trajectory record the reward, the step comparison
+        and diagnosis read (``steps``: the rows already fetched, else this row's steps)."""
+        rows = self.steps.all() if steps is None else steps
+        return TrajectoryRecord(
+            task_id=str(self.task_id),
+            environment=self.environment.name,
+            steps=[step.to_record() for step in rows],
+            final_answer=self.final_answer,
+            final_state_hash=self.final_state_hash,
+            state_diff=self.state_diff,
+            finished_reason=self.finished_reason,
+            duration_ms=self.duration_ms,
+            reward=self.reward,
+            metadata=self.metadata,
+        )
+
 
 class Step(models.Model):
     trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="steps")
@@ -217,3 +240,34 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"step {self.index} of trajectory {self.trajectory_id}"
+
+    def to_record(self) -> StepRecord:
+        """This row as a typed trajectory step (blank texts read as None, as a rollout
+        records them)."""
+        return StepRecord(
+            index=self.index,
+            role=self.role,
+            content=self.content,
+            tool_call=self.tool_call(),
+            raw_tool_call=self.raw_tool_call or None,
+            tool_result=self.tool_result,
+            error=self.error or None,
+            error_kind=self.error_kind or None,
+            duration_ms=self.duration_ms,
+            tokens=self.tokens,
+        )
+
+    def tool_call(self) -> ToolCall | None:
+        """The stored call; arguments kept as JSON text are read back, and text that is no
+        JSON object means the call never parsed."""
+        if not self.tool_name:
+            return None
+        arguments = self.tool_arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                return None
+        if arguments is not None and not isinstance(arguments, dict):
+            return None
+        return ToolCall(self.tool_name, arguments or {})

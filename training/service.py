@@ -20,6 +20,7 @@ from environments.models import Environment
 from environments.versions import current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
+from tasks.trajectory import Trajectory as TrajectoryRecord
 from training.models import (
     Checkpoint,
     Policy,
@@ -174,12 +175,12 @@ def ensure_tiny_policy(name: str = "tiny-qwen2") -> Policy:
 
 @transaction.atomic
 def record_trajectory(
-    trajectory: Any,
+    trajectory: TrajectoryRecord,
     task: Task,
     policy: Policy,
     training_run: TrainingRun | None = None,
 ) -> Trajectory:
-    """Store a rollout trajectory (training.rollout.Trajectory) with its ordered steps."""
+    """Store a trajectory record with its ordered steps (``Trajectory.to_record`` reads it back)."""
     reward = trajectory.reward or {}
     steps = trajectory.steps
     row = Trajectory.objects.create(
@@ -197,7 +198,7 @@ def record_trajectory(
         step_count=len(steps),
         tokens=(trajectory.tokens_in or 0) + (trajectory.tokens_out or 0),
         duration_ms=trajectory.duration_ms or 0.0,
-        metadata=getattr(trajectory, "metadata", None) or {},
+        metadata=trajectory.metadata or {},
     )
     Step.objects.bulk_create(
         [
@@ -206,8 +207,8 @@ def record_trajectory(
                 index=step.index,
                 role=step.role,
                 content=step.content or "",
-                tool_name=(step.tool_call or {}).get("name", "") or "",
-                tool_arguments=(step.tool_call or {}).get("arguments"),
+                tool_name=step.tool_name or "",
+                tool_arguments=step.tool_call.arguments if step.tool_call else None,
                 raw_tool_call=step.raw_tool_call or "",
                 tool_result=step.tool_result,
                 error=step.error or "",

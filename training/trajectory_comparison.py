@@ -14,29 +14,13 @@ from tasks.step_comparison import StepComparison, compare_steps, comparison_payl
 from training.models import Step, Trajectory
 
 
-def step_dicts(steps: Iterable[Step]) -> list[dict[str, Any]]:
-    """Stored steps in the trajectory-dict shape the comparison and diagnosis read."""
-    return [
-        {
-            "index": step.index,
-            "role": step.role,
-            "tool_call": {"name": step.tool_name, "arguments": step.tool_arguments}
-            if step.tool_name
-            else None,
-            "tool_result": step.tool_result,
-            "error_kind": step.error_kind or None,
-        }
-        for step in steps
-    ]
-
-
 def stored_comparison(
     trajectory: Trajectory, steps: Iterable[Step] | None = None
 ) -> list[StepComparison]:
     """Each gold step of the trajectory's task with the agent step that answers it."""
     steps = trajectory.steps.order_by("index") if steps is None else steps
     chain = trajectory.task.gold_chain if isinstance(trajectory.task.gold_chain, list) else []
-    return compare_steps(chain, step_dicts(steps))
+    return compare_steps(chain, [step.to_record() for step in steps])
 
 
 def comparison_for(

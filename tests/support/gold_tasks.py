@@ -34,15 +34,15 @@ def gold_task(
 ) -> TaskSpec:
     """A graph task whose expected state is what its gold chain leaves."""
     gold = run_calls(pool, package, gold_chain)
-    assert all(step["error"] is None for step in gold["steps"]), gold["steps"]
+    assert all(step.error is None for step in gold.steps), gold.steps
     return TaskSpec(
         kind="graph",
         environment="bookstore",
         instruction=instruction,
         gold_chain=gold_chain,
         reference_answer=reference_answer,
-        expected_state_hash=gold["final_state_hash"],
-        expected_diff=gold["state_diff"],
+        expected_state_hash=gold.final_state_hash,
+        expected_diff=gold.state_diff,
         signature=signature,
         answer_contract=contract.to_dict(),
     )

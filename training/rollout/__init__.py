@@ -9,14 +9,11 @@ from training.rollout.agent_loop import (
     run_episode_async,
 )
 from training.rollout.gold_chain import GoldChainPolicy
-from training.rollout.trajectory import Step, Trajectory
 
 __all__ = [
     "DEFAULT_STEP_BUDGET",
     "GoldChainPolicy",
     "RolloutSettings",
-    "Step",
-    "Trajectory",
     "rollout_many",
     "rollout_many_async",
     "run_episode",

@@ -27,9 +27,9 @@ from tasks.agent_view import (
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.episode_outcome import finish_episode, submitted_answer_text
 from tasks.tool_subset import tool_name
+from tasks.trajectory import Trajectory
 from training.policies.base import Policy, PolicyTurn, assistant_message
 from training.rollout.tool_turn import record_call, run_call
-from training.rollout.trajectory import Trajectory
 
 DEFAULT_STEP_BUDGET = 40
 

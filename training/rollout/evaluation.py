@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from tasks.trajectory import Trajectory
 from training.policies.base import Policy
 from training.rollout.agent_loop import RolloutSettings, rollout_many
-from training.rollout.trajectory import Trajectory
 
 
 def score_trajectories(tasks: Sequence[Any], trajectories: Sequence[Trajectory]) -> dict[str, Any]:

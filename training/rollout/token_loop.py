@@ -34,11 +34,11 @@ from tasks.agent_view import (
 )
 from tasks.answer_contract import SUBMIT_ANSWER
 from tasks.episode_outcome import finish_episode, submitted_answer_text
+from tasks.trajectory import Trajectory
 from training.policies.local_hf import to_template_messages
 from training.policies.tool_call_parser import parse_assistant_text
 from training.rollout.agent_loop import RolloutSettings
 from training.rollout.tool_turn import record_call, run_call
-from training.rollout.trajectory import Trajectory
 
 TurnOutput = tuple[list[int], list[float] | None]  # generated ids (EOS kept), their logprobs
 

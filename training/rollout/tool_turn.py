@@ -11,8 +11,8 @@ from typing import Any
 
 from environments.runtime.episode import ToolCallResult
 from tasks.tool_subset import not_offered_message
+from tasks.trajectory import ToolCall, Trajectory
 from training.policies.tool_call_parser import ParsedToolCall
-from training.rollout.trajectory import Trajectory
 
 
 def run_call(episode: Any, offered: set[str], name: str, arguments: dict[str, Any]):
@@ -32,7 +32,7 @@ def record_call(
     """Add the step of one call; ``result`` None for ``submit_answer`` (nothing ran)."""
     fields: dict[str, Any] = {
         "content": content,
-        "tool_call": {"name": call.name, "arguments": call.arguments},
+        "tool_call": ToolCall(call.name, call.arguments),
         "raw_tool_call": call.raw,
         "tokens": tokens,
     }

@@ -1,15 +1,35 @@
 """The record of one episode: every step the policy took and how the episode ended.
 
-Shape follows docs/contracts.md ("Trajectory"); ``messages`` and ``tools`` additionally keep the
-OpenAI-format conversation so a trajectory can be exported for SFT as it is.
+Defined once, below the reward that reads it: rollouts write it, the verifier audit and the
+gold replay build it, the reward, the step comparison and diagnosis read it. Shape follows
+docs/contracts.md ("Trajectory"); ``messages`` and ``tools`` additionally keep the
+OpenAI-format conversation so a trajectory can be exported for SFT as it is. ``to_dict`` is the
+stored and exported JSON shape (a tool call is ``{"name", "arguments"}``), ``from_dict`` reads it
+back.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 FINISHED_REASONS = ("answer", "step_budget", "format_error", "policy_error", "token_budget")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the policy made it: the tool's name and its arguments."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(name=data["name"], arguments=data.get("arguments") or {})
 
 
 @dataclass
@@ -19,7 +39,7 @@ class Step:
     index: int
     role: str
     content: str = ""
-    tool_call: dict[str, Any] | None = None
+    tool_call: ToolCall | None = None
     raw_tool_call: str | None = None
     tool_result: Any = None
     error: str | None = None
@@ -27,8 +47,19 @@ class Step:
     duration_ms: float = 0.0
     tokens: int = 0
 
+    @property
+    def tool_name(self) -> str | None:
+        """The called tool's name, None for a step without a parsed call."""
+        return self.tool_call.name if self.tool_call is not None else None
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dataclasses.asdict(self)  # the tool call as {"name", "arguments"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Step:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        call = known.pop("tool_call", None)
+        return cls(**known, tool_call=ToolCall.from_dict(call) if call else None)
 
 
 @dataclass
@@ -47,7 +78,7 @@ class Trajectory:
     tokens_in: int = 0
     tokens_out: int = 0
     duration_ms: float = 0.0
-    reward: dict[str, Any] | None = None
+    reward: dict[str, Any] | None = None  # RewardBreakdown.to_dict()
     verification: dict[str, Any] | None = None  # a programmatic task's verify() verdict
     metadata: dict[str, Any] = field(default_factory=dict)  # what the policy says of its run
 
@@ -61,8 +92,8 @@ class Trajectory:
         """The executed tool calls, in order ([{"tool", "arguments", "ok", "result"}])."""
         return [
             {
-                "tool": s.tool_call["name"],
-                "arguments": s.tool_call["arguments"],
+                "tool": s.tool_call.name,
+                "arguments": s.tool_call.arguments,
                 "ok": s.error is None,
                 "result": s.tool_result,
             }
@@ -71,12 +102,10 @@ class Trajectory:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["steps"] = [step.to_dict() for step in self.steps]
-        return data
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
-        steps = [Step(**step) for step in data.get("steps", [])]
+        steps = [Step.from_dict(step) for step in data.get("steps", [])]
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "steps"}
         return cls(steps=steps, **known)
