@@ -341,7 +341,8 @@ class _Generator:
         func = _tool_source(
             name,
             f"{child.entities} whose {column} is this {parent.entity}.",
-            f"_list_children(db, {self.spec_const(child.name)}, {column!r}, {self.spec_const(parent.name)}, params)",
+            f"_list_children(db, {self.spec_const(child.name)}, {column!r}, "
+            f"{self.spec_const(parent.name)}, params)",
         )
         schema = _schema(
             name,

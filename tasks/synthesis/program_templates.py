@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import random
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from environments.discovery.naming import words_of
@@ -753,35 +753,23 @@ def draft_two_hop(view, shape: ProgramShape, rng) -> ProgramDraft | None:
 
 @dataclass
 class RowUpdate:
-    """What a writing template changes: ``column`` of the children of ``parents``, through the
-    update tool and its key parameter, deciding by ``measure`` against ``threshold``."""
+    """What a writing template changes: ``column`` of the children of ``parents``, through
+    ``update_tool`` and its key parameter, deciding by ``measure`` against ``threshold``. The
+    fields are the program's constants, in the order its head names them."""
 
-    tool: str
-    key: str
-    column: str
-    measure: str
     parents: list[Any]
+    measure: str
     threshold: Any
+    update_tool: str
+    update_key: str
+    column: str
 
     def head(self, **values: Any) -> str:
-        return _head(
-            parents=self.parents,
-            measure=self.measure,
-            threshold=self.threshold,
-            update_tool=self.tool,
-            update_key=self.key,
-            column=self.column,
-            **values,
-        )
+        return _head(**asdict(self), **values)
 
     def params(self, **values: Any) -> dict[str, Any]:
-        return {
-            "parents": self.parents,
-            "measure": self.measure,
-            "threshold": self.threshold,
-            "column": self.column,
-            **values,
-        }
+        chosen = {"parents": self.parents, "measure": self.measure, "threshold": self.threshold}
+        return {**chosen, "column": self.column, **values}
 
 
 def _row_update(
@@ -797,7 +785,7 @@ def _row_update(
     if len(parents) < least:
         return None
     threshold = _threshold(view, shape.child_table, measure, rng)
-    return RowUpdate(tool.name, key_param, column, measure, parents, threshold)
+    return RowUpdate(parents, measure, threshold, tool.name, key_param, column)
 
 
 def draft_conditional_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
