@@ -7,6 +7,10 @@ returns ``None`` when the environment lacks what it needs (no measure, no date c
 tool, no next hop), and the synthesizer tries another. The verification script recomputes the
 answer from the episode's state, never from a constant answer. Instructions name every literal
 the code uses and never a tool name; anything ordered says its order.
+
+Most programs walk the children of the chosen parents: ``child_loop`` writes that loop once and a
+template states only what it keeps per child; ``_pick`` and ``_row_update`` draw the parents, the
+column and (for writes) the update tool, in the order the random draws have always been made.
 """
 
 from __future__ import annotations
@@ -137,6 +141,7 @@ READ_DAY = "day = _day(_measure(call, child, DATE))"
 
 
 def _lines(text: str, depth: int) -> str:
+    """``text`` (dedented) indented ``depth`` levels, one trailing newline; empty stays empty."""
     text = _code(text).strip("\n")
     return textwrap.indent(text + "\n", "    " * depth) if text else ""
 
