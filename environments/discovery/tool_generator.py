@@ -128,6 +128,16 @@ def _prop(kind: str, description: str) -> dict:
     return prop
 
 
+def _tool_source(name: str, doc: str, body: str) -> str:
+    """A generated tool's source: ``def name(db, **params)`` with ``doc``, returning ``body``."""
+    return f'def {name}(db, **params):\n    """{doc}"""\n    return {body}\n'
+
+
+def _refusal_test(name: str, case: str, arguments: str) -> str:
+    """A generated test that calling tool ``name`` with ``arguments`` (source) fails."""
+    return f"def test_{name}__{case}(call):\n    _expect_error(call, {name!r}, {arguments})\n"
+
+
 def _schema(name: str, description: str, props: dict, required: list[str]) -> dict:
     return {
         "type": "function",
@@ -204,10 +214,8 @@ class _Generator:
     def get_tool(self, t: Table) -> None:
         name, pk = f"get_{t.entity}", t.primary_key
         kind = t.column(pk).kind
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Get one {t.entity} by {pk}."""\n'
-            f"    return _get(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name, f"Get one {t.entity} by {pk}.", f"_get(db, {self.spec_const(t.name)}, params)"
         )
         cols = ", ".join(c.name for c in t.columns)
         schema = _schema(
@@ -230,10 +238,7 @@ class _Generator:
                 f"    assert row[{other!r}] == {row[other]!r}\n"
             )
         missing = _missing_key(kind)
-        tests.append(
-            f"def test_{name}__missing(call):\n"
-            f"    _expect_error(call, {name!r}, {_kw({pk: missing})})\n"
-        )
+        tests.append(_refusal_test(name, "missing", _kw({pk: missing})))
         self.add(name, "read", func, schema, tests)
 
     def search_tool(self, t: Table) -> None:
@@ -257,10 +262,10 @@ class _Generator:
         names = [c.name for c in t.columns]
         props["order_by"] = {"type": "string", "enum": names, "description": "Column to sort by."}
         props["descending"] = {"type": "boolean", "description": "Sort from largest to smallest."}
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Search {t.entities} by field filters; returns total and one page of rows."""\n'
-            f"    return _search(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"Search {t.entities} by field filters; returns total and one page of rows.",
+            f"_search(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
@@ -318,10 +323,7 @@ class _Generator:
             f"    assert out['total'] == {t.row_count}\n"
             f"    assert out['count'] == {min(2, max(0, t.row_count - 1))}\n"
         )
-        tests.append(
-            f"def test_{name}__unknown_filter(call):\n"
-            f"    _expect_error(call, {name!r}, no_such_field=1)\n"
-        )
+        tests.append(_refusal_test(name, "unknown_filter", "no_such_field=1"))
         return tests
 
     def count(self, t: Table, where: str, args: tuple) -> int:
@@ -336,11 +338,11 @@ class _Generator:
             name = f"list_{child.entities}_by_{column}"
         pk = parent.primary_key
         kind = parent.column(pk).kind
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """{child.entities} whose {column} is this {parent.entity}."""\n'
-            f"    return _list_children(db, {self.spec_const(child.name)}, {column!r}, "
-            f"{self.spec_const(parent.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"{child.entities} whose {column} is this {parent.entity}.",
+            f"_list_children(db, {self.spec_const(child.name)}, {column!r}, "
+            f"{self.spec_const(parent.name)}, params)",
         )
         schema = _schema(
             name,
@@ -363,10 +365,7 @@ class _Generator:
                 f"    assert out['total'] == {total}\n"
                 f"    assert all(r[{column!r}] == {key!r} for r in out['rows'])\n"
             )
-        tests.append(
-            f"def test_{name}__missing_parent(call):\n"
-            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(kind)})})\n"
-        )
+        tests.append(_refusal_test(name, "missing_parent", _kw({pk: _missing_key(kind)})))
         self.add(name, "read", func, schema, tests)
 
     def aggregate_tool(self, t: Table) -> None:
@@ -394,10 +393,10 @@ class _Generator:
                 "enum": groups,
                 "description": "Group rows by this low-cardinality column.",
             }
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Count, sum, average, min or max over {t.entities}, optionally grouped."""\n'
-            f"    return _aggregate(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"Count, sum, average, min or max over {t.entities}, optionally grouped.",
+            f"_aggregate(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
@@ -440,10 +439,7 @@ class _Generator:
                 f"    out = call({name!r}, metric='count', group_by={group!r})\n"
                 f"    assert {{g['group']: g['value'] for g in out['groups']}} == {counts!r}\n"
             )
-        tests.append(
-            f"def test_{name}__bad_metric(call):\n"
-            f"    _expect_error(call, {name!r}, metric='median')\n"
-        )
+        tests.append(_refusal_test(name, "bad_metric", "metric='median'"))
         self.add(name, "read", func, schema, tests)
 
     # --- write tools ----------------------------------------------------------------------
@@ -525,10 +521,10 @@ class _Generator:
     def create_tool(self, t: Table) -> None:
         name, pk = f"create_{t.entity}", t.primary_key
         spec = self.specs[t.name]
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Create a {t.entity}; validates required fields, types, links, uniqueness."""\n'
-            f"    return _create(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"Create a {t.entity}; validates required fields, types, links, uniqueness.",
+            f"_create(db, {self.spec_const(t.name)}, params)",
         )
         auto = " Leave out the key to get the next number." if t.integer_key else ""
         schema = _schema(
@@ -549,9 +545,7 @@ class _Generator:
         ]
         existing = self.rows(t, limit=1)[0]
         dup = _booleans(t, {k: v for k, v in existing.items() if v is not None})
-        tests.append(
-            f"def test_{name}__duplicate_key(call):\n    _expect_error(call, {name!r}, **{dup!r})\n"
-        )
+        tests.append(_refusal_test(name, "duplicate_key", f"**{dup!r}"))
         if spec["required"]:
             partial = {k: v for k, v in row.items() if k != spec["required"][-1]}
             tests.append(
@@ -565,17 +559,11 @@ class _Generator:
                 self.schema[t.foreign_keys[fk_column][0]].column(t.foreign_keys[fk_column][1]).kind
             )
             bad = dict(row, **{fk_column: _missing_key(ref_kind)})
-            tests.append(
-                f"def test_{name}__unknown_{fk_column}(call):\n"
-                f"    _expect_error(call, {name!r}, **{bad!r})\n"
-            )
+            tests.append(_refusal_test(name, f"unknown_{fk_column}", f"**{bad!r}"))
         typed = next((c for c in t.columns if c.numeric and c.name in row), None)
         if typed is not None:
             bad = dict(row, **{typed.name: "not a number"})
-            tests.append(
-                f"def test_{name}__wrong_type_{typed.name}(call):\n"
-                f"    _expect_error(call, {name!r}, **{bad!r})\n"
-            )
+            tests.append(_refusal_test(name, f"wrong_type_{typed.name}", f"**{bad!r}"))
         tests += self.rule_tests(t, name, row, [c.name for c in t.columns])
         self.add(name, "write", func, schema, tests)
 
@@ -592,10 +580,10 @@ class _Generator:
         ]
         if not editable:
             return
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Change fields of one {t.entity}; the key cannot change."""\n'
-            f"    return _update(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"Change fields of one {t.entity}; the key cannot change.",
+            f"_update(db, {self.spec_const(t.name)}, params)",
         )
         kind = t.column(pk).kind
         props = {
@@ -630,11 +618,8 @@ class _Generator:
             f"def test_{name}__changes_{column.name}(call):\n"
             f"    out = call({name!r}, {_kw({pk: row[pk], column.name: new_value})})\n"
             f"    assert out[{column.name!r}] == {new_value!r}\n",
-            f"def test_{name}__missing(call):\n"
-            f"    _expect_error(call, {name!r}, "
-            f"{_kw({pk: _missing_key(kind), column.name: new_value})})\n",
-            f"def test_{name}__unknown_field(call):\n"
-            f"    _expect_error(call, {name!r}, {_kw({pk: row[pk], 'no_such_field': 1})})\n",
+            _refusal_test(name, "missing", _kw({pk: _missing_key(kind), column.name: new_value})),
+            _refusal_test(name, "unknown_field", _kw({pk: row[pk], "no_such_field": 1})),
         ]
         tests += self.rule_tests(
             t, name, {pk: row[pk]}, [c.name for c in t.columns if c.name != pk]
@@ -653,10 +638,10 @@ class _Generator:
         const = self.spec_const(t.name)
         for target, name in rule.tools.items():
             sources = [v for v in rule.values if target in rule.transitions.get(v, [])]
-            func = (
-                f"def {name}(db, **params):\n"
-                f'    """Set one {t.entity}\'s {column} to {target!r} where the lifecycle allows."""\n'
-                f"    return _transition(db, {const}, {column!r}, {target!r}, {name!r}, params)\n"
+            func = _tool_source(
+                name,
+                f"Set one {t.entity}'s {column} to {target!r} where the lifecycle allows.",
+                f"_transition(db, {const}, {column!r}, {target!r}, {name!r}, params)",
             )
             schema = _schema(
                 name,
@@ -676,10 +661,10 @@ class _Generator:
             for v in rule.values
             if v not in rule.tools and any(v in ts for ts in rule.transitions.values())
         ]
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Move one {t.entity}\'s {column} to another value the lifecycle allows."""\n'
-            f"    return _transition(db, {const}, {column!r}, None, {name!r}, params)\n"
+        func = _tool_source(
+            name,
+            f"Move one {t.entity}'s {column} to another value the lifecycle allows.",
+            f"_transition(db, {const}, {column!r}, None, {name!r}, params)",
         )
         others = ", ".join(rule.tools.values())
         schema = _schema(
@@ -739,8 +724,9 @@ class _Generator:
                 f"    assert {column!r} in message or 'banana' in message, message\n"
             )
         tests.append(
-            f"def test_{name}__{tag}_missing(call):\n"
-            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(t.column(pk).kind), **extra})})\n"
+            _refusal_test(
+                name, f"{tag}_missing", _kw({pk: _missing_key(t.column(pk).kind), **extra})
+            )
         )
         return tests
 
@@ -759,10 +745,10 @@ class _Generator:
     def delete_tool(self, t: Table) -> None:
         name, pk = f"delete_{t.entity}", t.primary_key
         kind = t.column(pk).kind
-        func = (
-            f"def {name}(db, **params):\n"
-            f'    """Delete one {t.entity}; refused while other rows refer to it."""\n'
-            f"    return _delete(db, {self.spec_const(t.name)}, params)\n"
+        func = _tool_source(
+            name,
+            f"Delete one {t.entity}; refused while other rows refer to it.",
+            f"_delete(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
@@ -781,14 +767,8 @@ class _Generator:
             )
         referenced = self.referenced_row(t)
         if referenced is not None:
-            tests.append(
-                f"def test_{name}__still_referenced(call):\n"
-                f"    _expect_error(call, {name!r}, {_kw({pk: referenced})})\n"
-            )
-        tests.append(
-            f"def test_{name}__missing(call):\n"
-            f"    _expect_error(call, {name!r}, {_kw({pk: _missing_key(kind)})})\n"
-        )
+            tests.append(_refusal_test(name, "still_referenced", _kw({pk: referenced})))
+        tests.append(_refusal_test(name, "missing", _kw({pk: _missing_key(kind)})))
         self.add(name, "write", func, schema, tests)
 
     def leaf_row(self, t: Table) -> Any:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.discovery.naming import plural, singular, words_of
-from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolNode, is_row_list, records_of
+from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ParamInfo, ToolNode, is_row_list, records_of
 
 log = logging.getLogger(__name__)
 
@@ -341,8 +341,9 @@ class GoalPhrases:
             return None  # no filter: a limit or an order (named with a cut page, see row)
         return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
 
-    def _same_row(self, index: int) -> int | None:
-        """The earlier step whose row this lookup re-reads by its key, if that is all it does."""
+    def _key_lookup(self, index: int) -> tuple[ToolNode, dict[str, Any], ParamInfo] | None:
+        """(node, binding, key parameter) when step ``index`` gets one row by its key, the key
+        taken from a single earlier row; None otherwise."""
         step = self.steps[index]
         node = self.node(index)
         if node.action != "get" or len(step["arguments"]) != 1:
@@ -352,6 +353,14 @@ class GoalPhrases:
         p = node.params.get(name)
         if not self._single(binding) or p is None or p.key is None or p.column != p.key:
             return None
+        return node, binding, p
+
+    def _same_row(self, index: int) -> int | None:
+        """The earlier step whose row this lookup re-reads by its key, if that is all it does."""
+        lookup = self._key_lookup(index)
+        if lookup is None:
+            return None
+        node, binding, p = lookup
         source = self.node(binding["step"])
         if source.entity == node.entity and binding["field"] == p.column[1]:
             return binding["step"]
@@ -359,15 +368,10 @@ class GoalPhrases:
 
     def _owner(self, index: int) -> str | None:
         """ "the country of the airport ...": a lookup by the key a foreign key names."""
-        step = self.steps[index]
-        node = self.node(index)
-        if node.action != "get" or len(step["arguments"]) != 1 or not node.entity:
+        lookup = self._key_lookup(index)
+        if lookup is None or not lookup[0].entity:
             return None
-        (name,) = step["arguments"]
-        binding = step.get("inputs", {}).get(name)
-        p = node.params.get(name)
-        if not self._single(binding) or p is None or p.key is None or p.column != p.key:
-            return None
+        node, binding, _ = lookup
         source = self.node(binding["step"])
         if source.entity != node.entity and singular(binding["field"]).startswith(
             singular(node.entity)

@@ -7,6 +7,10 @@ returns ``None`` when the environment lacks what it needs (no measure, no date c
 tool, no next hop), and the synthesizer tries another. The verification script recomputes the
 answer from the episode's state, never from a constant answer. Instructions name every literal
 the code uses and never a tool name; anything ordered says its order.
+
+Most programs walk the children of the chosen parents: ``child_loop`` writes that loop once and a
+template states only what it keeps per child; ``_pick`` and ``_row_update`` draw the parents, the
+column and (for writes) the update tool, in the order the random draws have always been made.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from environments.discovery.naming import words_of
@@ -113,30 +117,88 @@ def _sortable(values: list[Any]) -> bool:
     return len({type(v) for v in values}) == 1
 
 
+def _pick(
+    view: EnvironmentView,
+    shape: ProgramShape,
+    rng: random.Random,
+    columns: list[str],
+    count: int | tuple[int, int],
+    least: int = 1,
+    sortable: bool = False,
+) -> tuple[list[Any], str] | None:
+    """Some parents (``count``, or a random count in that range) and one of ``columns``; None
+    when there is no column to pick or fewer than ``least`` (or unsortable) parents."""
+    if not columns:
+        return None
+    parents = _parents(view, shape, rng, count if isinstance(count, int) else rng.randint(*count))
+    if len(parents) < least or (sortable and not _sortable(parents)):
+        return None
+    return parents, rng.choice(columns)
+
+
+READ_MEASURE = "value = _measure(call, child, MEASURE)"
+READ_DAY = "day = _day(_measure(call, child, DATE))"
+
+
+def _lines(text: str, depth: int) -> str:
+    """``text`` (dedented) indented ``depth`` levels, one trailing newline; empty stays empty."""
+    text = _code(text).strip("\n")
+    return textwrap.indent(text + "\n", "    " * depth) if text else ""
+
+
+def child_loop(
+    signature: str,
+    before: str,
+    per_child: str,
+    after: str,
+    read: str = READ_MEASURE,
+    over: str | None = "PARENTS",
+) -> str:
+    """Program code ``def signature:`` that walks the children of every parent in ``over``
+    (or of its one ``parent`` argument when ``over`` is None): ``before``, then for each child
+    ``read`` and ``per_child``, then ``after``."""
+    depth = 1 if over is None else 2
+    loop = "" if over is None else f"    for parent in {over}:\n"
+    loop += "    " * depth + "for child in _children(call, parent):\n"
+    body = _lines(read + "\n" + _code(per_child).strip("\n"), depth + 1)
+    return f"\ndef {signature}:\n" + _lines(before, 1) + loop + body + _lines(after, 1)
+
+
+def found(code: str, expression: str) -> tuple[str, str]:
+    """(solution, verification) of a template whose answer is the value ``expression`` finds,
+    which must exist."""
+    solution = f"{code}\n\ndef solve(call):\n    return {expression}\n"
+    verification = code + _code(
+        f"""
+        def verify(answer, call):
+            expected = {expression}
+            return expected is not None and not isinstance(answer, list) and answer == expected
+        """
+    )
+    return solution, verification
+
+
 # --- read-only templates ------------------------------------------------------------------
 
 
-COUNT_ABOVE = _code(
+COUNT_ABOVE = child_loop(
+    "_count(call, parent)",
+    "count = 0",
     """
-    def _count(call, parent):
-        count = 0
-        for child in _children(call, parent):
-            value = _measure(call, child, MEASURE)
-            if value is not None and value > THRESHOLD:
-                count += 1
-        return count
-    """
+    if value is not None and value > THRESHOLD:
+        count += 1
+    """,
+    "return count",
+    over=None,
 )
 
 
 def draft_most_children(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Arg-max over parents of a filtered count; ties go to the one listed first."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (2, 4), least=2)
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(2, 4))
-    if len(parents) < 2:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     threshold = _threshold(view, shape.child_table, measure, rng)
     p, c, column = _names(shape)
     instruction = (
@@ -145,12 +207,9 @@ def draft_most_children(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"Report the {column} of the {p} with the most such {plural(c)} "
         "(on a tie, the one listed first)."
     )
-    head = _head(parents=parents, threshold=threshold, measure=measure)
-    solution = (
-        head
-        + COUNT_ABOVE
-        + _code(
-            """
+    code = _head(parents=parents, threshold=threshold, measure=measure) + COUNT_ABOVE
+    solution = code + _code(
+        """
         def solve(call):
             best, best_count = None, -1
             for parent in PARENTS:
@@ -159,53 +218,38 @@ def draft_most_children(view, shape: ProgramShape, rng) -> ProgramDraft | None:
                     best, best_count = parent, count
             return best
         """
-        )
     )
-    verification = (
-        head
-        + COUNT_ABOVE
-        + _code(
-            """
+    verification = code + _code(
+        """
         def verify(answer, call):
             counts = [_count(call, parent) for parent in PARENTS]
             return answer in PARENTS and counts[PARENTS.index(answer)] == max(counts)
         """
-        )
     )
-    return ProgramDraft(
-        "most_children",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "threshold": threshold},
-    )
+    params = {"parents": parents, "measure": measure, "threshold": threshold}
+    return ProgramDraft("most_children", instruction, solution, verification, params)
 
 
 def draft_total(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Sum of a child measure over several parents."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (1, 3))
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 3))
-    if not parents:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     _, c, _ = _names(shape)
     instruction = (
         f"What is the total {_words(measure)} of all {plural(c)} of {_which(shape, parents)}? "
         "Report the number rounded to 2 decimals."
     )
     head = _head(parents=parents, measure=measure)
-    solution = head + _code(
+    solution = head + child_loop(
+        "solve(call)",
+        "total = 0",
         """
-        def solve(call):
-            total = 0
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None:
-                        total += value
-            return round(total, 2)
-        """
+        if value is not None:
+            total += value
+        """,
+        "return round(total, 2)",
     )
     verification = head + _code(
         """
@@ -219,22 +263,24 @@ def draft_total(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return _number(answer) and abs(answer - expected) <= 0.006
         """
     )
-    return ProgramDraft(
-        "total",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure},
-        answer=ROUNDED_NUMBER,
-    )
+    params = {"parents": parents, "measure": measure}
+    return ProgramDraft("total", instruction, solution, verification, params, answer=ROUNDED_NUMBER)
+
+
+IN_RANGE = """
+    if value is not None and LOW <= value <= HIGH:
+        {found}.append(child[DISPLAY])
+"""
 
 
 def draft_filtered_list(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Children of several parents whose measure lies in a range (a set answer)."""
-    if not shape.display or not shape.measures:
+    if not shape.display:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 3))
-    measure = rng.choice(shape.measures)
+    picked = _pick(view, shape, rng, shape.measures, (1, 3), least=0)
+    if picked is None:
+        return None
+    parents, measure = picked
     values = view.column_values(shape.child_table, measure)
     low, high = sorted(rng.sample(values, 2)) if len(values) > 1 else (values[0], values[0])
     _, c, _ = _names(shape)
@@ -243,63 +289,43 @@ def draft_filtered_list(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"{_words(measure)} is between {low} and {high} inclusive (order does not matter)."
     )
     head = _head(parents=parents, measure=measure, low=low, high=high, display=shape.display)
-    solution = head + _code(
-        """
-        def solve(call):
-            found = []
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and LOW <= value <= HIGH:
-                        found.append(child[DISPLAY])
-            return sorted(found)
-        """
+    solution = head + child_loop(
+        "solve(call)", "found = []", IN_RANGE.format(found="found"), "return sorted(found)"
     )
-    verification = head + _code(
+    verification = head + child_loop(
+        "verify(answer, call)",
         """
-        def verify(answer, call):
-            if not isinstance(answer, list):
-                return False
-            inside = []
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and LOW <= value <= HIGH:
-                        inside.append(child[DISPLAY])
-            return sorted(map(json.dumps, answer)) == sorted(map(json.dumps, inside))
-        """
+        if not isinstance(answer, list):
+            return False
+        inside = []
+        """,
+        IN_RANGE.format(found="inside"),
+        "return sorted(map(json.dumps, answer)) == sorted(map(json.dumps, inside))",
     )
+    params = {"parents": parents, "measure": measure, "low": low, "high": high}
     return ProgramDraft(
-        "filtered_list",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "low": low, "high": high},
-        answer={"shape": "list"},
+        "filtered_list", instruction, solution, verification, params, answer={"shape": "list"}
     )
 
 
-TOTAL_ABOVE = _code(
+TOTAL_ABOVE = child_loop(
+    "_total(call, parent)",
+    "total = 0",
     """
-    def _total(call, parent):
-        total = 0
-        for child in _children(call, parent):
-            value = _measure(call, child, MEASURE)
-            if value is not None and value > THRESHOLD:
-                total += value
-        return round(total, 6)
-    """
+    if value is not None and value > THRESHOLD:
+        total += value
+    """,
+    "return round(total, 6)",
+    over=None,
 )
 
 
 def draft_compare_totals(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Filter, aggregate, compare: which of A, B has the larger total of X above Y."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, 2, least=2)
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, 2)
-    if len(parents) < 2:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     threshold = _threshold(view, shape.child_table, measure, rng)
     p, c, column = _names(shape)
     a, b = (json.dumps(v) for v in parents)
@@ -308,67 +334,49 @@ def draft_compare_totals(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"larger total {_words(measure)} over its {plural(c)} whose {_words(measure)} is above "
         f"{threshold}? Report its {column} (on a tie, {a})."
     )
-    head = _head(parents=parents, threshold=threshold, measure=measure)
-    solution = (
-        head
-        + TOTAL_ABOVE
-        + _code(
-            """
+    code = _head(parents=parents, threshold=threshold, measure=measure) + TOTAL_ABOVE
+    solution = code + _code(
+        """
         def solve(call):
             first, second = PARENTS
             return first if _total(call, first) >= _total(call, second) else second
         """
-        )
     )
-    verification = (
-        head
-        + TOTAL_ABOVE
-        + _code(
-            """
+    verification = code + _code(
+        """
         def verify(answer, call):
             totals = [_total(call, parent) for parent in PARENTS]
             expected = PARENTS[0] if totals[0] >= totals[1] else PARENTS[1]
             return not isinstance(answer, (list, dict)) and answer == expected
         """
-        )
     )
-    return ProgramDraft(
-        "compare_totals",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "threshold": threshold},
-    )
+    params = {"parents": parents, "measure": measure, "threshold": threshold}
+    return ProgramDraft("compare_totals", instruction, solution, verification, params)
 
 
-BEST_CHILD = _code(
+BEST_CHILD = child_loop(
+    "_best(call)",
+    "best, best_value = None, None",
     """
-    def _best(call):
-        best, best_value = None, None
-        for parent in PARENTS:
-            for child in _children(call, parent):
-                value = _measure(call, child, MEASURE)
-                if value is None:
-                    continue
-                if (
-                    best is None
-                    or value > best_value
-                    or (value == best_value and child[CHILD_KEY] < best[CHILD_KEY])
-                ):
-                    best, best_value = child, value
-        return None if best is None else _measure(call, best, REPORT)
-    """
+    if value is None:
+        continue
+    if (
+        best is None
+        or value > best_value
+        or (value == best_value and child[CHILD_KEY] < best[CHILD_KEY])
+    ):
+        best, best_value = child, value
+    """,
+    "return None if best is None else _measure(call, best, REPORT)",
 )
 
 
 def draft_argmax_child(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Arg-max over a join: the child of several parents with the highest measure."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (1, 3))
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 3))
-    if not parents:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     report = shape.display or shape.child_key
     _, c, _ = _names(shape)
     instruction = (
@@ -377,25 +385,9 @@ def draft_argmax_child(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"{_words(shape.child_key)})."
     )
     head = _head(parents=parents, measure=measure, report=report)
-    solution = head + BEST_CHILD + "\n\ndef solve(call):\n    return _best(call)\n"
-    verification = (
-        head
-        + BEST_CHILD
-        + _code(
-            """
-        def verify(answer, call):
-            expected = _best(call)
-            return expected is not None and not isinstance(answer, list) and answer == expected
-        """
-        )
-    )
-    return ProgramDraft(
-        "argmax_child",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "report": report},
-    )
+    solution, verification = found(head + BEST_CHILD, "_best(call)")
+    params = {"parents": parents, "measure": measure, "report": report}
+    return ProgramDraft("argmax_child", instruction, solution, verification, params)
 
 
 RANKING = _code(
@@ -417,7 +409,7 @@ def draft_top_parents(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     parents = _parents(view, shape, rng, rng.randint(3, 5))
     if len(parents) < 3 or not _sortable(parents):
         return None
-    k = rng.randint(2, len(parents) - 1)
+    k = rng.randint(2, len(parents) - 1)  # drawn before the measure
     measure = rng.choice(shape.measures)
     _, c, column = _names(shape)
     instruction = (
@@ -427,37 +419,29 @@ def draft_top_parents(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     )
     head = _head(parents=parents, measure=measure, k=k)
     solution, verification = recomputed(head + RANKING, "_ranking(call)[:K]")
-    return ProgramDraft(
-        "top_parents",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "k": k},
-        answer={"shape": "list", "ordered": True},
-    )
+    params = {"parents": parents, "measure": measure, "k": k}
+    answer = {"shape": "list", "ordered": True}
+    return ProgramDraft("top_parents", instruction, solution, verification, params, answer=answer)
 
 
-FIRST_MATCH = _code(
+FIRST_MATCH = child_loop(
+    "_first(call)",
+    "",
     """
-    def _first(call):
-        for parent in sorted(PARENTS):
-            for child in _children(call, parent):
-                value = _measure(call, child, MEASURE)
-                if value is not None and value > THRESHOLD:
-                    return parent  # early exit: later parents are never read
-        return None
-    """
+    if value is not None and value > THRESHOLD:
+        return parent  # early exit: later parents are never read
+    """,
+    "return None",
+    over="sorted(PARENTS)",
 )
 
 
 def draft_first_match(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """A loop with early exit: the first parent, in a stated order, with a child above Y."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (3, 5), least=2, sortable=True)
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(3, 5))
-    if len(parents) < 2 or not _sortable(parents):
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     threshold = _threshold(view, shape.child_table, measure, rng)
     p, c, column = _names(shape)
     instruction = (
@@ -465,25 +449,9 @@ def draft_first_match(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"{column} of the first {p} that has a {c} with {_words(measure)} above {threshold}."
     )
     head = _head(parents=parents, measure=measure, threshold=threshold)
-    solution = head + FIRST_MATCH + "\n\ndef solve(call):\n    return _first(call)\n"
-    verification = (
-        head
-        + FIRST_MATCH
-        + _code(
-            """
-        def verify(answer, call):
-            expected = _first(call)
-            return expected is not None and not isinstance(answer, list) and answer == expected
-        """
-        )
-    )
-    return ProgramDraft(
-        "first_match",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "threshold": threshold},
-    )
+    solution, verification = found(head + FIRST_MATCH, "_first(call)")
+    params = {"parents": parents, "measure": measure, "threshold": threshold}
+    return ProgramDraft("first_match", instruction, solution, verification, params)
 
 
 RECONCILE = _code(
@@ -549,77 +517,59 @@ def draft_reconcile(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         parent_param=shape.parent_detail_param,
     )
     solution, verification = recomputed(head + RECONCILE, "_statuses(call)")
-    return ProgramDraft(
-        "reconcile",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "stored": stored, "measure": measure},
-        tools=[shape.parent_detail.name],
-    )
+    params = {"parents": parents, "stored": stored, "measure": measure}
+    tools = [shape.parent_detail.name]
+    return ProgramDraft("reconcile", instruction, solution, verification, params, tools=tools)
 
 
-DAYS = _code(
+DAYS = child_loop(
+    "_days(call)",
+    "days = []",
     """
-    def _days(call):
-        days = []
-        for parent in PARENTS:
-            for child in _children(call, parent):
-                day = _day(_measure(call, child, DATE))
-                if day is not None:
-                    days.append(day)
-        return days
-    """
+    if day is not None:
+        days.append(day)
+    """,
+    "return days",
+    read=READ_DAY,
 )
 
 
 def draft_date_span(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Date arithmetic: days between the earliest and the latest date of some children."""
-    if not shape.dates:
+    picked = _pick(view, shape, rng, shape.dates, (1, 2))
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 2))
-    if not parents:
-        return None
-    date = rng.choice(shape.dates)
+    parents, date = picked
     _, c, _ = _names(shape)
     instruction = (
         f"How many days lie between the earliest and the latest {_words(date)} among the "
         f"{plural(c)} of {_which(shape, parents)}? Report the latest minus the earliest, in days."
     )
-    head = _head(parents=parents, date=date)
-    solution = (
-        head
-        + DAYS
-        + _code(
-            """
+    code = _head(parents=parents, date=date) + DAYS
+    solution = code + _code(
+        """
         def solve(call):
             days = _days(call)
             return max(days) - min(days) if days else None
         """
-        )
     )
-    verification = (
-        head
-        + DAYS
-        + _code(
-            """
+    verification = code + _code(
+        """
         def verify(answer, call):
             days = _days(call)
             return bool(days) and _number(answer) and answer == max(days) - min(days)
         """
-        )
     )
-    return ProgramDraft(
-        "date_span", instruction, solution, verification, {"parents": parents, "date": date}
-    )
+    params = {"parents": parents, "date": date}
+    return ProgramDraft("date_span", instruction, solution, verification, params)
 
 
 def draft_date_window(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Date arithmetic: how many children fall inside a window of days."""
-    if not shape.dates:
+    picked = _pick(view, shape, rng, shape.dates, (1, 2), least=0)
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 2))
-    date = rng.choice(shape.dates)
+    parents, date = picked
     days = sorted(
         {str(v)[:10].replace("/", "-") for v in view.column_values(shape.child_table, date)}
     )
@@ -631,28 +581,22 @@ def draft_date_window(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"How many {plural(c)} of {_which(shape, parents)} have a {_words(date)} on a day from "
         f"{start} to {end}, both included?"
     )
-    head = _head(parents=parents, date=date, start=start, end=end)
-    window = head + _code(
+    window = _head(parents=parents, date=date, start=start, end=end) + child_loop(
+        "_inside(call)",
         """
-        def _inside(call):
-            low, high = _day(START), _day(END)
-            count = 0
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    day = _day(_measure(call, child, DATE))
-                    if day is not None and low <= day <= high:
-                        count += 1
-            return count
+        low, high = _day(START), _day(END)
+        count = 0
+        """,
         """
+        if day is not None and low <= day <= high:
+            count += 1
+        """,
+        "return count",
+        read=READ_DAY,
     )
     solution, verification = recomputed(window, "_inside(call)", "_number(answer) and")
-    return ProgramDraft(
-        "date_window",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "date": date, "start": start, "end": end},
-    )
+    params = {"parents": parents, "date": date, "start": start, "end": end}
+    return ProgramDraft("date_window", instruction, solution, verification, params)
 
 
 def draft_count_distinct(view, shape: ProgramShape, rng) -> ProgramDraft | None:
@@ -669,52 +613,40 @@ def draft_count_distinct(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"How many different {_words(column)} values occur among the {plural(c)} of "
         f"{_which(shape, parents)}? (A missing value does not count.)"
     )
-    head = _head(parents=parents, column=column) + _code(
+    head = _head(parents=parents, column=column) + child_loop(
+        "_distinct(call)",
+        "seen = set()",
         """
-        def _distinct(call):
-            seen = set()
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, COLUMN)
-                    if value is not None:
-                        seen.add(json.dumps(value))
-            return len(seen)
-        """
+        if value is not None:
+            seen.add(json.dumps(value))
+        """,
+        "return len(seen)",
+        read="value = _measure(call, child, COLUMN)",
     )
     solution, verification = recomputed(head, "_distinct(call)", "_number(answer) and")
-    return ProgramDraft(
-        "count_distinct",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "column": column},
-    )
+    params = {"parents": parents, "column": column}
+    return ProgramDraft("count_distinct", instruction, solution, verification, params)
 
 
 def draft_average(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Average with rounding over the children of some parents."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (1, 2))
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 2))
-    if not parents:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     _, c, _ = _names(shape)
     instruction = (
         f"What is the average {_words(measure)} of the {plural(c)} of {_which(shape, parents)} "
         f"({plural(c)} without one left out)? Report the number rounded to 2 decimals."
     )
-    head = _head(parents=parents, measure=measure) + _code(
+    head = _head(parents=parents, measure=measure) + child_loop(
+        "_values(call)",
+        "values = []",
         """
-        def _values(call):
-            values = []
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None:
-                        values.append(value)
-            return values
-        """
+        if value is not None:
+            values.append(value)
+        """,
+        "return values",
     )
     solution = head + _code(
         """
@@ -732,24 +664,18 @@ def draft_average(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return abs(answer - sum(values) / len(values)) <= 0.006
         """
     )
+    params = {"parents": parents, "measure": measure}
     return ProgramDraft(
-        "average",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure},
-        answer=ROUNDED_NUMBER,
+        "average", instruction, solution, verification, params, answer=ROUNDED_NUMBER
     )
 
 
 def draft_partition(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Threshold partition: how many children lie above and how many below a value."""
-    if not shape.measures:
+    picked = _pick(view, shape, rng, shape.measures, (1, 2))
+    if picked is None:
         return None
-    parents = _parents(view, shape, rng, rng.randint(1, 2))
-    if not parents:
-        return None
-    measure = rng.choice(shape.measures)
+    parents, measure = picked
     threshold = _threshold(view, shape.child_table, measure, rng)
     _, c, _ = _names(shape)
     instruction = (
@@ -757,28 +683,20 @@ def draft_partition(view, shape: ProgramShape, rng) -> ProgramDraft | None:
         f"above {threshold} and how many below {threshold}? Those equal to {threshold} or "
         'without one count in neither. Report an object {"above": n, "below": m}.'
     )
-    head = _head(parents=parents, measure=measure, threshold=threshold) + _code(
+    head = _head(parents=parents, measure=measure, threshold=threshold) + child_loop(
+        "_split(call)",
+        'split = {"above": 0, "below": 0}',
         """
-        def _split(call):
-            split = {"above": 0, "below": 0}
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and value > THRESHOLD:
-                        split["above"] += 1
-                    elif value is not None and value < THRESHOLD:
-                        split["below"] += 1
-            return split
-        """
+        if value is not None and value > THRESHOLD:
+            split["above"] += 1
+        elif value is not None and value < THRESHOLD:
+            split["below"] += 1
+        """,
+        "return split",
     )
     solution, verification = recomputed(head, "_split(call)")
-    return ProgramDraft(
-        "partition",
-        instruction,
-        solution,
-        verification,
-        {"parents": parents, "measure": measure, "threshold": threshold},
-    )
+    params = {"parents": parents, "measure": measure, "threshold": threshold}
+    return ProgramDraft("partition", instruction, solution, verification, params)
 
 
 def draft_two_hop(view, shape: ProgramShape, rng) -> ProgramDraft | None:
@@ -838,102 +756,101 @@ def draft_two_hop(view, shape: ProgramShape, rng) -> ProgramDraft | None:
 # --- templates that write -----------------------------------------------------------------
 
 
-def draft_conditional_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
-    """Update every child matching a condition, then report how many changed."""
+@dataclass
+class RowUpdate:
+    """What a writing template changes: ``column`` of the children of ``parents``, through
+    ``update_tool`` and its key parameter, deciding by ``measure`` against ``threshold``. The
+    fields are the program's constants, in the order its head names them."""
+
+    parents: list[Any]
+    measure: str
+    threshold: Any
+    update_tool: str
+    update_key: str
+    column: str
+
+    def head(self, **values: Any) -> str:
+        return _head(**asdict(self), **values)
+
+    def params(self, **values: Any) -> dict[str, Any]:
+        chosen = {"parents": self.parents, "measure": self.measure, "threshold": self.threshold}
+        return {**chosen, "column": self.column, **values}
+
+
+def _row_update(
+    view, shape: ProgramShape, rng, count: int | tuple[int, int], least: int
+) -> RowUpdate | None:
+    """An update tool with a different measure to decide by, some parents and a threshold; None
+    when the shape has no update tool or fewer than ``least`` parents."""
     pairs = _update_pairs(shape)
     if not pairs:
         return None
     (tool, key_param, column), measure = rng.choice(pairs)
-    parents = _parents(view, shape, rng, rng.randint(1, 2))
+    parents = _parents(view, shape, rng, count if isinstance(count, int) else rng.randint(*count))
+    if len(parents) < least:
+        return None
     threshold = _threshold(view, shape.child_table, measure, rng)
-    new_value = _new_value(view.column_values(shape.child_table, column), rng)
+    return RowUpdate(parents, measure, threshold, tool.name, key_param, column)
+
+
+def draft_conditional_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
+    """Update every child matching a condition, then report how many changed."""
+    update = _row_update(view, shape, rng, (1, 2), least=0)
+    if update is None:
+        return None
+    new_value = _new_value(view.column_values(shape.child_table, update.column), rng)
     _, c, _ = _names(shape)
     instruction = (
-        f"For every {c} of {_which(shape, parents)} whose {_words(measure)} is above "
-        f"{threshold}, set its {_words(column)} to {json.dumps(new_value)}. Report how many "
-        f"{plural(c)} you changed."
+        f"For every {c} of {_which(shape, update.parents)} whose {_words(update.measure)} is "
+        f"above {update.threshold}, set its {_words(update.column)} to {json.dumps(new_value)}. "
+        f"Report how many {plural(c)} you changed."
     )
-    head = _head(
-        parents=parents,
-        measure=measure,
-        threshold=threshold,
-        update_tool=tool.name,
-        update_key=key_param,
-        column=column,
-        new_value=new_value,
+    head = update.head(new_value=new_value)
+    solution = head + child_loop(
+        "solve(call)",
+        "targets = []",
+        """
+        if value is not None and value > THRESHOLD:
+            targets.append(child[CHILD_KEY])
+        """,
+        """
+        for key in targets:
+            call(UPDATE_TOOL, **{UPDATE_KEY: key, COLUMN: NEW_VALUE})
+        return len(targets)
+        """,
     )
-    solution = head + _code(
+    verification = head + child_loop(
+        "verify(answer, call)",
+        "matched = 0",
         """
-        def solve(call):
-            targets = []
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and value > THRESHOLD:
-                        targets.append(child[CHILD_KEY])
-            for key in targets:
-                call(UPDATE_TOOL, **{UPDATE_KEY: key, COLUMN: NEW_VALUE})
-            return len(targets)
-        """
+        if value is not None and value > THRESHOLD:
+            matched += 1
+            if _measure(call, child, COLUMN) != NEW_VALUE:
+                return False
+        """,
+        "return _number(answer) and answer == matched",
     )
-    verification = head + _code(
-        """
-        def verify(answer, call):
-            matched = 0
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and value > THRESHOLD:
-                        matched += 1
-                        if _measure(call, child, COLUMN) != NEW_VALUE:
-                            return False
-            return _number(answer) and answer == matched
-        """
-    )
+    params = update.params(value=new_value)
     return ProgramDraft(
-        "conditional_update",
-        instruction,
-        solution,
-        verification,
-        {
-            "parents": parents,
-            "measure": measure,
-            "threshold": threshold,
-            "column": column,
-            "value": new_value,
-        },
-        writes=True,
+        "conditional_update", instruction, solution, verification, params, writes=True
     )
 
 
 def draft_group_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Conditional update over a result set: if any child of a parent matches (exists), update
     all of that parent's children; report the parents changed."""
-    pairs = _update_pairs(shape)
-    if not pairs:
+    update = _row_update(view, shape, rng, (2, 3), least=2)
+    if update is None:
         return None
-    (tool, key_param, column), measure = rng.choice(pairs)
-    parents = _parents(view, shape, rng, rng.randint(2, 3))
-    if len(parents) < 2:
-        return None
-    threshold = _threshold(view, shape.child_table, measure, rng)
-    new_value = _new_value(view.column_values(shape.child_table, column), rng)
+    new_value = _new_value(view.column_values(shape.child_table, update.column), rng)
     p, c, column_words = _names(shape)
     instruction = (
-        f"For each of {_which(shape, parents)}: if any of its {plural(c)} has "
-        f"{_words(measure)} above {threshold}, set the {_words(column)} of every one of its "
-        f"{plural(c)} to {json.dumps(new_value)}. Report the {column_words} of each {p} whose "
-        f"{plural(c)} you changed (order does not matter)."
+        f"For each of {_which(shape, update.parents)}: if any of its {plural(c)} has "
+        f"{_words(update.measure)} above {update.threshold}, set the {_words(update.column)} of "
+        f"every one of its {plural(c)} to {json.dumps(new_value)}. Report the {column_words} "
+        f"of each {p} whose {plural(c)} you changed (order does not matter)."
     )
-    head = _head(
-        parents=parents,
-        measure=measure,
-        threshold=threshold,
-        update_tool=tool.name,
-        update_key=key_param,
-        column=column,
-        new_value=new_value,
-    ) + _code(
+    head = update.head(new_value=new_value) + _code(
         """
         def _hit(call, children):
             for child in children:
@@ -974,18 +891,13 @@ def draft_group_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
             return sorted(map(json.dumps, answer)) == sorted(map(json.dumps, expected))
         """
     )
+    params = update.params(value=new_value)
     return ProgramDraft(
         "group_update",
         instruction,
         solution,
         verification,
-        {
-            "parents": parents,
-            "measure": measure,
-            "threshold": threshold,
-            "column": column,
-            "value": new_value,
-        },
+        params,
         answer={"shape": "list"},
         writes=True,
     )
@@ -993,78 +905,46 @@ def draft_group_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
 
 def draft_branch_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """A multi-write workflow with a branch: every child gets one of two values."""
-    pairs = _update_pairs(shape)
-    if not pairs:
+    update = _row_update(view, shape, rng, 1, least=1)
+    if update is None:
         return None
-    (tool, key_param, column), measure = rng.choice(pairs)
-    parents = _parents(view, shape, rng, 1)
-    if not parents:
-        return None
-    threshold = _threshold(view, shape.child_table, measure, rng)
-    existing = view.column_values(shape.child_table, column)
+    existing = view.column_values(shape.child_table, update.column)
     high = _new_value(existing, rng)
     low = _new_value(existing + [high], rng)
     _, c, _ = _names(shape)
+    measure, column = _words(update.measure), _words(update.column)
     instruction = (
-        f"For every {c} of {_which(shape, parents)}: if its {_words(measure)} is above "
-        f"{threshold}, set its {_words(column)} to {json.dumps(high)}; otherwise (also when it "
-        f"has no {_words(measure)}) set its {_words(column)} to {json.dumps(low)}. Report how "
+        f"For every {c} of {_which(shape, update.parents)}: if its {measure} is above "
+        f"{update.threshold}, set its {column} to {json.dumps(high)}; otherwise (also when it "
+        f"has no {measure}) set its {column} to {json.dumps(low)}. Report how "
         f"many {plural(c)} got {json.dumps(high)}."
     )
-    head = _head(
-        parents=parents,
-        measure=measure,
-        threshold=threshold,
-        update_tool=tool.name,
-        update_key=key_param,
-        column=column,
-        high=high,
-        low=low,
-    )
-    solution = head + _code(
+    head = update.head(high=high, low=low)
+    solution = head + child_loop(
+        "solve(call)",
+        "above = 0",
         """
-        def solve(call):
-            above = 0
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    if value is not None and value > THRESHOLD:
-                        call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: HIGH})
-                        above += 1
-                    else:
-                        call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: LOW})
-            return above
-        """
+        if value is not None and value > THRESHOLD:
+            call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: HIGH})
+            above += 1
+        else:
+            call(UPDATE_TOOL, **{UPDATE_KEY: child[CHILD_KEY], COLUMN: LOW})
+        """,
+        "return above",
     )
-    verification = head + _code(
+    verification = head + child_loop(
+        "verify(answer, call)",
+        "above = 0",
         """
-        def verify(answer, call):
-            above = 0
-            for parent in PARENTS:
-                for child in _children(call, parent):
-                    value = _measure(call, child, MEASURE)
-                    hit = value is not None and value > THRESHOLD
-                    above += hit
-                    if _measure(call, child, COLUMN) != (HIGH if hit else LOW):
-                        return False
-            return _number(answer) and answer == above
-        """
+        hit = value is not None and value > THRESHOLD
+        above += hit
+        if _measure(call, child, COLUMN) != (HIGH if hit else LOW):
+            return False
+        """,
+        "return _number(answer) and answer == above",
     )
-    return ProgramDraft(
-        "branch_update",
-        instruction,
-        solution,
-        verification,
-        {
-            "parents": parents,
-            "measure": measure,
-            "threshold": threshold,
-            "column": column,
-            "high": high,
-            "low": low,
-        },
-        writes=True,
-    )
+    params = update.params(high=high, low=low)
+    return ProgramDraft("branch_update", instruction, solution, verification, params, writes=True)
 
 
 TEMPLATES = (

