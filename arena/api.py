@@ -11,9 +11,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.report_privacy import public_report_analyses
 from arena.rounds import MAX_REPLAY_RATIO, MAX_SEED
 from aw_site.roles import REVIEWER
-from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
+from tasks.privacy import may_see_answers, public_evidence, request_user
 from training.models import Policy
 
 
