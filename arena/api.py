@@ -11,11 +11,12 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.report_privacy import public_report_analyses
 from arena.round_config import RoundConfig, round_config_errors
 from arena.round_config import ValidationError as ConfigError
 from arena.rounds import MAX_SEED
 from aw_site.roles import REVIEWER
-from tasks.privacy import may_see_answers, public_evidence, public_report_analyses, request_user
+from tasks.privacy import may_see_answers, public_evidence, request_user
 from training.models import Policy
 
 

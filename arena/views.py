@@ -20,12 +20,13 @@ from django.utils.safestring import mark_safe
 
 from arena.lineage import following_round, is_calibration_round, score_history
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.report_privacy import public_report_analysis
 from arena.round_config import RoundConfig
 from aw_site import charts
+from aw_site.console import JOB_POLL, console_action, console_page
 from aw_site.roles import REVIEWER
-from aw_site.views import JOB_POLL, console_action, console_page
 from tasks.models import Task
-from tasks.privacy import may_see_answers, public_evidence, public_report_analysis
+from tasks.privacy import may_see_answers, public_evidence
 from training.models import Policy
 
 TERMINAL = (EvolutionRound.Status.DONE, EvolutionRound.Status.FAILED)
@@ -297,7 +298,7 @@ def round_detail(request, number: int):
         )
     )
     # A diagnosis is about arena tasks: viewers get the analysis and proposal evidence without
-    # the label explanations and gold values they quote (tasks.privacy).
+    # the label explanations and gold values they quote (arena.report_privacy).
     answers_visible = may_see_answers(request.user)
     for proposal in proposals:
         _decorate_proposal(proposal, answers_visible)

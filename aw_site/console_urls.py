@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from arena import dashboard, trajectory_views
 from arena import views as arena_views
 from aw_site import views
 from environments import views as environment_views
@@ -9,7 +10,7 @@ from tasks import views as task_views
 from training import views as training_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", dashboard.home, name="home"),
     # Catalogue and environments
     path("environments/", environment_views.catalogue, name="catalogue"),
     path("environments/new/", environment_views.new_environment, name="environment-new"),
@@ -32,8 +33,8 @@ urlpatterns = [
     ),
     path("tasks/<int:pk>/", task_views.task_detail, name="task-detail"),
     # Trajectories and training
-    path("trajectories/", training_views.trajectory_list, name="trajectory-list"),
-    path("trajectories/<int:pk>/", training_views.trajectory_detail, name="trajectory-detail"),
+    path("trajectories/", trajectory_views.trajectory_list, name="trajectory-list"),
+    path("trajectories/<int:pk>/", trajectory_views.trajectory_detail, name="trajectory-detail"),
     path("training/", training_views.training_run_list, name="training-run-list"),
     path("training/new/", training_views.training_run_new, name="training-run-new"),
     path("training/<int:pk>/", training_views.training_run_detail, name="training-run-detail"),

@@ -9,7 +9,6 @@ acks and redelivery after a killed worker safe.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import socket
@@ -34,6 +33,7 @@ from django.db import (
     transaction,
 )
 from django.utils import timezone
+from django.utils.module_loading import autodiscover_modules
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from aw_site.llm import collect_llm_failures, summarize_llm_failures
@@ -41,7 +41,6 @@ from aw_site.models import Job
 
 logger = logging.getLogger(__name__)
 
-JOB_APPS = ("aw_site", "environments", "tasks", "training", "arena")
 HEARTBEAT_SECONDS = 5.0
 DATABASE_WAIT_SECONDS = 60.0  # how long a job whose database went away waits for it to return
 
@@ -104,12 +103,9 @@ def job(
 
 def job_spec(kind: str) -> JobSpec:
     if kind not in _REGISTRY:
-        for app in JOB_APPS:
-            try:
-                importlib.import_module(f"{app}.jobs")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{app}.jobs":
-                    raise
+        # Every installed app's jobs.py registers its kinds (as Celery's autodiscovery finds
+        # them): aw_site names no app above it.
+        autodiscover_modules("jobs")
     if kind not in _REGISTRY:
         raise KeyError(f"unknown job kind {kind!r}")
     return _REGISTRY[kind]

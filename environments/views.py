@@ -3,6 +3,9 @@
 The catalogue stays a handful of queries however large it grows: the taxonomy is read once and
 rolled up in Python, environment counts come from one GROUP BY, and cards use the denormalised
 tool/task counts. The database tab reads the package's ``state.sqlite`` read-only.
+
+The page shows the tabs registered in environments/page_tabs.py: its own (overview, database,
+tools, MCP) and those of the apps above it (the tool graph and task tabs: tasks/environment_tabs.py).
 """
 
 from __future__ import annotations
@@ -20,15 +23,14 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
+from aw_site.console import console_page, page_of
 from aw_site.roles import REVIEWER, role_required
-from aw_site.views import console_page, page_of
 from environments.models import Category, Environment, Tool
+from environments.page_tabs import page_tab, page_tabs, register_tab
 from environments.versions import successor
 
 CARDS_PER_PAGE = 24
 ROWS_PER_PAGE = 25
-TASKS_PER_PAGE = 25
-TABS = ("overview", "database", "tools", "graph", "tasks", "mcp")
 
 
 class Taxonomy:
@@ -202,38 +204,41 @@ def _environment(pk: int) -> Environment:
 @console_page
 def environment_detail(request, pk: int):
     environment = _environment(pk)
-    tab = request.GET.get("tab", "overview")
-    if tab not in TABS:
-        tab = "overview"
+    tab = page_tab(request.GET.get("tab", "overview")) or page_tab("overview")
     context = {
         "environment": environment,
-        "tabs": TABS,
-        "tab": tab,
+        "tabs": page_tabs(),
+        "tab": tab.name,
+        "tab_template": tab.template,
         "successor": successor(environment),
     }
-    context.update(_tab_context(request, environment, tab))
+    context.update(tab.context(request, environment))
     return render(request, "environments/detail.html", context)
 
 
 @console_page
 def environment_tab(request, pk: int, tab: str):
-    if tab not in TABS:
+    shown = page_tab(tab)
+    if shown is None:
         raise Http404(f"no tab {tab!r}")
     environment = _environment(pk)
-    context = {"environment": environment, "tabs": TABS, "tab": tab}
-    context.update(_tab_context(request, environment, tab))
+    context = {
+        "environment": environment,
+        "tabs": page_tabs(),
+        "tab": shown.name,
+        "tab_template": shown.template,
+    }
+    context.update(shown.context(request, environment))
     return render(request, "environments/_tabs.html", context)
 
 
-def _tab_context(request, environment: Environment, tab: str) -> dict[str, Any]:
-    return {
-        "overview": _overview,
-        "database": _database,
-        "tools": _tools,
-        "graph": _graph,
-        "tasks": _tasks,
-        "mcp": _mcp,
-    }[tab](request, environment)
+def register_own_tabs() -> None:
+    """The tabs that read only environments (EnvironmentsConfig.ready); tasks adds the tool graph
+    (40) and the task table (50) between Tools and MCP."""
+    register_tab("overview", "Overview", _overview, "environments/tabs/overview.html", position=10)
+    register_tab("database", "Database", _database, "environments/tabs/database.html", position=20)
+    register_tab("tools", "Tools", _tools, "environments/tabs/tools.html", position=30)
+    register_tab("mcp", "MCP", _mcp, "environments/tabs/mcp.html", position=60)
 
 
 def _overview(request, environment: Environment) -> dict[str, Any]:
@@ -393,90 +398,6 @@ def _tools(request, environment: Environment) -> dict[str, Any]:
     return {"tools": tools}
 
 
-def tool_graph_data(environment: Environment) -> tuple[dict[str, Any], str]:
-    """Nodes and edges of the tool dependency graph, and where they came from.
-
-    The synthesis graph is built from the package when it is on disk; otherwise the graph the
-    manifest recorded at publication is used; otherwise tools are drawn without edges.
-    """
-    source_error = ""
-    if environment.package_path and Path(environment.package_path).is_dir():
-        try:
-            from tasks.synthesis.tool_graph import build_tool_graph
-
-            data = build_tool_graph(environment.package_path).to_dict()
-            if data.get("nodes"):
-                return data, "built from the package by tasks.synthesis.tool_graph"
-        except Exception as exc:  # a broken package must not break the page
-            source_error = f"{type(exc).__name__}: {exc}"
-    manifest = environment.manifest if isinstance(environment.manifest, dict) else {}
-    recorded = manifest.get("tool_graph")
-    if isinstance(recorded, dict) and recorded.get("nodes"):
-        return recorded, "recorded in the manifest"
-    kinds = manifest.get("tool_kinds", {}) if isinstance(manifest.get("tool_kinds"), dict) else {}
-    names = [
-        t.get("function", {}).get("name")
-        for t in manifest.get("tools", [])
-        if isinstance(t, dict) and t.get("function", {}).get("name")
-    ] or list(Tool.objects.filter(environment=environment).values_list("name", flat=True))
-    note = "no dependency data; tools shown without edges"
-    if source_error:
-        note += f" (graph build failed: {source_error})"
-    return {"nodes": [{"id": n, "kind": kinds.get(n, "read")} for n in names], "edges": []}, note
-
-
-def _graph(request, environment: Environment) -> dict[str, Any]:
-    data, source = tool_graph_data(environment)
-    nodes = [n for n in data.get("nodes", []) if isinstance(n, dict)]
-    edges = [e for e in data.get("edges", []) if isinstance(e, dict)]
-    return {
-        "graph_svg": mark_safe(charts.tool_graph(nodes, edges)),
-        "graph_source": source,
-        "graph_edges": edges,
-        "graph_node_count": len(nodes),
-    }
-
-
-def _tasks(request, environment: Environment) -> dict[str, Any]:
-    tasks = environment.tasks.all()
-    split = request.GET.get("split", "")
-    if split:
-        tasks = tasks.filter(split=split)
-    # The table lists instruction and counts only: gold data stays on the task page, which
-    # hides it from viewers on evaluation tasks.
-    page = page_of(request, tasks, TASKS_PER_PAGE)
-    by_kind = tasks.order_by().values_list("difficulty", "kind").annotate(n=Count("id"))
-    by_tier = tasks.order_by().values_list("difficulty", "tier").annotate(n=Count("id"))
-    by_level = tasks.order_by().values_list("structure__level").annotate(n=Count("id")).order_by()
-    audit = environment.task_audit or {}
-    audited = int(audit.get("audited") or 0)
-    discarded = sorted((audit.get("discarded") or {}).items(), key=lambda item: -item[1])
-    levels = dict(by_level)
-    return {
-        "task_page": page,
-        "split": split,
-        "difficulty_chart": mark_safe(
-            charts.difficulty_chart(by_kind, title="Tasks by gold-run length, by kind")
-        ),
-        "tier_chart": mark_safe(
-            charts.difficulty_chart(
-                [(n, tier or "untiered", k) for n, tier, k in by_tier],
-                title="Tasks by gold-run length, by instruction tier",
-            )
-        ),
-        "levels": [(name, levels.get(name, 0)) for name in ("easy", "medium", "hard", "expert")],
-        "audit": {
-            "audited": audited,
-            "kept": int(audit.get("kept") or 0),
-            "kept_percent": round(100 * int(audit.get("kept") or 0) / audited) if audited else 0,
-            "discarded": [
-                {"check": name, "count": count, "percent": round(100 * count / audited)}
-                for name, count in discarded
-            ],
-        },
-    }
-
-
 def _mcp(request, environment: Environment) -> dict[str, Any]:
     http_url = request.build_absolute_uri(f"/mcp/{environment.name}/")
     stdio_config = {
@@ -551,8 +472,8 @@ def new_environment(request):
 
 
 def _build_context(job_pk: int) -> dict[str, Any]:
+    from aw_site.console import JOB_POLL
     from aw_site.models import Job
-    from aw_site.views import JOB_POLL
 
     job = get_object_or_404(Job, pk=job_pk, kind__in=BUILD_JOB_KINDS)
     result = job.result or {}

@@ -6,7 +6,8 @@ script, and the metadata that repeats them) is shown only to reviewers and admin
 ``hides_answers(user, task)`` is the one place that decides it, and every API serializer and
 console view that can show gold data asks it. Derived texts that may quote gold data (reward
 reasons such as "expected 1234, got ...", error-label explanations and details, the written
-diagnosis) are reduced for the others by the ``public_*`` helpers below.
+diagnosis) are reduced for the others by the ``public_*`` helpers below (which tasks a written
+diagnosis is about is arena's to say: arena/report_privacy.py).
 
 The agent side (episode API, MCP sessions) never gets gold data, whoever asks: see
 ``agent_reward``.
@@ -219,53 +220,3 @@ def public_analysis(text: str, tasks: Iterable[Any]) -> str:
         return text
     lines = [line for line in text.splitlines() if not line.startswith("Example of ")]
     return mask_secrets("\n".join(lines), gold_secrets(tasks))
-
-
-def public_report_analyses(reports: Iterable[Any]) -> dict[int, str]:
-    """``public_analysis`` of several diagnosis reports by id, in three queries in all.
-
-    A report is about its round's evaluated episodes and the trajectories it labelled; the
-    gold values of their evaluation tasks are the ones masked.
-    """
-    from arena.models import FailureLabel
-    from tasks.models import Task
-    from training.models import Trajectory
-
-    reports = list(reports)
-    task_ids: dict[int, set[int]] = {report.pk: set() for report in reports}
-    by_round: dict[int, list[int]] = {}
-    for report in reports:
-        by_round.setdefault(report.round_id, []).append(report.pk)
-    evaluated = Trajectory.objects.filter(evaluations__round_id__in=list(by_round)).values_list(
-        "evaluations__round_id", "task_id"
-    )
-    for round_id, task_id in evaluated:
-        for report_id in by_round.get(round_id, []):
-            task_ids[report_id].add(task_id)
-    labelled = FailureLabel.objects.filter(report_id__in=list(task_ids)).values_list(
-        "report_id", "trajectory__task_id"
-    )
-    for report_id, task_id in labelled:
-        task_ids[report_id].add(task_id)
-    tasks = Task.objects.filter(
-        pk__in=set().union(*task_ids.values()), split__in=EVALUATION_SPLITS
-    ).only(
-        "id",
-        "split",
-        "reference_answer",
-        "gold_chain",
-        "expected_diff",
-        "expected_state_hash",
-        "metadata",
-    )
-    tasks_by_id = {task.pk: task for task in tasks}
-    return {
-        report.pk: public_analysis(
-            report.analysis, [tasks_by_id[t] for t in task_ids[report.pk] if t in tasks_by_id]
-        )
-        for report in reports
-    }
-
-
-def public_report_analysis(report: Any) -> str:
-    return public_report_analyses([report])[report.pk]

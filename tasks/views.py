@@ -10,7 +10,7 @@ import json
 
 from django.shortcuts import get_object_or_404, render
 
-from aw_site.views import console_page
+from aw_site.console import console_page
 from tasks.answer_contract import task_contract
 from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_metadata

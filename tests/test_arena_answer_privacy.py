@@ -20,8 +20,8 @@ from django.urls import URLPattern, reverse
 from arena.models import ArenaEvaluation, FailureLabel
 from aw_site import console_urls
 from aw_site.api_urls import router
+from environments.page_tabs import tab_names
 from environments.registry import record_package
-from environments.views import TABS
 from serving.episode_service import episode_service
 from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE
@@ -465,7 +465,7 @@ def console_urls_for(scene) -> list[str]:
     builds = Job.objects.filter(kind="environments.build").values_list("pk", flat=True)
     rows = {
         "environment-detail": [{"pk": pk} for pk in environments],
-        "environment-tab": [{"pk": pk, "tab": tab} for pk in environments for tab in TABS],
+        "environment-tab": [{"pk": pk, "tab": tab} for pk in environments for tab in tab_names()],
         "task-detail": [{"pk": pk} for pk in Task.objects.values_list("pk", flat=True)],
         "trajectory-detail": [{"pk": pk} for pk in Trajectory.objects.values_list("pk", flat=True)],
         "training-run-detail": [

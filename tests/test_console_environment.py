@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 from django.urls import reverse
 
+from environments.page_tabs import tab_names
 from environments.views import open_read_only, read_database
 from tests.support import factories
 
@@ -48,6 +49,20 @@ def test_every_tab_loads_as_an_htmx_fragment(signed_in, bookstore):
         assert "<html" not in body
         assert f'aria-selected="true" data-tab="{name}"' in body
     assert tab(signed_in, bookstore, "nonsense").status_code == 404
+
+
+@pytest.mark.django_db
+def test_tabs_keep_their_order_and_labels_whichever_app_registers_them(signed_in, bookstore):
+    # environments renders the registry (environments/page_tabs.py); the tool graph and task
+    # tabs are registered by tasks (tasks/environment_tabs.py), which environments never imports.
+    assert tab_names() == ("overview", "database", "tools", "graph", "tasks", "mcp")
+    body = signed_in.get(reverse("environment-detail", args=[bookstore.pk])).content.decode()
+    body = body[body.index('<nav class="tabs"') :]
+    labels = [">Overview<", ">Database<", ">Tools<", ">Tool graph<", ">Tasks<", ">MCP<"]
+    positions = [body.index(label) for label in labels]
+    assert positions == sorted(positions)
+    unknown = signed_in.get(reverse("environment-detail", args=[bookstore.pk]), {"tab": "nope"})
+    assert 'id="tab-panel" data-tab="overview"' in unknown.content.decode()
 
 
 @pytest.mark.django_db

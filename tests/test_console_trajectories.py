@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from arena.trajectory_views import reward_breakdown
 from tests.support import factories
-from training.views import reward_breakdown
 
 
 @pytest.fixture

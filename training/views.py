@@ -1,4 +1,5 @@
-"""Console: trajectories (find failures, replay them step by step), training runs, policies."""
+"""Console: training runs and policies (the trajectory pages, which filter by arena labels and
+rounds, are arena/trajectory_views.py)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,17 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
+from aw_site.console import console_action, console_page, page_of
 from aw_site.roles import REVIEWER, role_required
-from aw_site.views import console_action, console_page, page_of
 from environments.models import Environment
-from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
-from training.models import Policy, TrainingMetric, TrainingRun, Trajectory
+from training.models import Policy, TrainingMetric, TrainingRun
 from training.training_set import training_set_summary
-from training.trajectory_comparison import comparison_for
-from training.trajectory_privacy import redact_steps, redacted_fields, redaction_for
 
-TRAJECTORIES_PER_PAGE = 40
-REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
 METRIC_POLL = "every 2s"
 
 
@@ -34,169 +29,10 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-@console_page
-def trajectory_list(request):
-    from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
-
-    # Filters on labels and rounds use EXISTS, so the page needs no DISTINCT over a join.
-    trajectories = Trajectory.objects.select_related("task", "environment", "policy")
-    filters: dict[str, Any] = {}
-    outcome = request.GET.get("outcome", "")
-    if outcome == "failed":
-        trajectories = trajectories.filter(success=False)
-    elif outcome == "succeeded":
-        trajectories = trajectories.filter(success=True)
-    filters["outcome"] = outcome
-    environment = _int(request.GET.get("environment"))
-    if environment is not None:
-        trajectories = trajectories.filter(environment_id=environment)
-    filters["environment"] = environment
-    label = request.GET.get("label", "").strip()
-    if label:
-        labelled = FailureLabel.objects.filter(trajectory=OuterRef("pk"), label=label)
-        trajectories = trajectories.filter(Exists(labelled))
-    filters["label"] = label
-    round_number = _int(request.GET.get("round"))
-    if round_number is not None:
-        evaluated = ArenaEvaluation.trajectories.through.objects.filter(
-            trajectory_id=OuterRef("pk"), arenaevaluation__round__number=round_number
-        )
-        trajectories = trajectories.filter(Exists(evaluated))
-    filters["round"] = round_number
-    reason = request.GET.get("reason", "")
-    if reason in Trajectory.FinishedReason.values:
-        trajectories = trajectories.filter(finished_reason=reason)
-    filters["reason"] = reason
-    page = page_of(
-        request,
-        trajectories.order_by("-created_at", "-id").prefetch_related("failure_labels"),
-        TRAJECTORIES_PER_PAGE,
-    )
-    for trajectory in page.object_list:
-        trajectory.labels = sorted({fl.label for fl in trajectory.failure_labels.all()})
-    context = {
-        "page": page,
-        "filters": filters,
-        "labels": FailureLabel.objects.order_by("label").values_list("label", flat=True).distinct(),
-        "rounds": EvolutionRound.objects.order_by("-number").values_list("number", flat=True),
-        "environments": Environment.objects.filter(
-            Exists(Trajectory.objects.filter(environment=OuterRef("pk")))
-        )
-        .order_by("name", "-version")
-        .values("id", "name", "version"),
-        "reasons": Trajectory.FinishedReason.values,
-    }
-    return render(request, "training/trajectory_list.html", context)
-
-
-def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
-    """Components (score, reason) in a stable order, and the total, from the reward JSON."""
-    reward = reward if isinstance(reward, dict) else {}
-    if isinstance(reward.get("components"), dict):
-        # tasks.reward.RewardBreakdown.to_dict(): components nested, inapplicable ones marked.
-        nested = {
-            k: v
-            for k, v in reward["components"].items()
-            if not (isinstance(v, dict) and v.get("applicable") is False)
-        }
-        reward = {**nested, "total": reward.get("total", total)}
-    components = []
-    names = [n for n in REWARD_COMPONENTS if n in reward] + sorted(
-        k for k, v in reward.items() if k not in REWARD_COMPONENTS and isinstance(v, dict)
-    )
-    for name in names:
-        value = reward[name]
-        if isinstance(value, dict):
-            score, reason = value.get("score"), value.get("reason", "")
-            weight = value.get("weight")
-        else:
-            score, reason, weight = value, "", None
-        try:
-            score = float(score)
-        except (TypeError, ValueError):
-            score = None
-        components.append(
-            {
-                "name": name,
-                "score": score,
-                "percent": round(max(0.0, min(1.0, score)) * 100) if score is not None else 0,
-                "reason": reason if len(reason) <= 300 else reason[:297] + "...",
-                "weight": weight,
-            }
-        )
-    total_value = reward.get("total", total)
-    try:
-        total_value = float(total_value)
-    except (TypeError, ValueError):
-        total_value = total
-    return {"components": components, "total": total_value}
-
-
 def _pretty(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-@console_page
-def trajectory_detail(request, pk: int):
-    from arena.models import FailureLabel
-
-    trajectory = get_object_or_404(
-        Trajectory.objects.select_related("task", "environment", "policy", "training_run"), pk=pk
-    )
-    stored_steps = list(trajectory.steps.order_by("index"))
-    redaction = redaction_for(request.user, trajectory)
-    steps = redact_steps(redaction, stored_steps)
-    shown = redacted_fields(redaction, trajectory)  # final answer, state and diff, metadata
-    for step in steps:
-        step.arguments_json = _pretty(step.tool_arguments)
-        step.result_json = _pretty(step.tool_result)
-        step.diff_json = _pretty(step.state_diff)
-    task = trajectory.task
-    # Evaluation tasks: a viewer sees no gold chain, answer or solution, no reward reasons and
-    # only the kind and steps of each label (their explanations quote the gold data).
-    hidden = hides_answers(request.user, task)
-    gold_chain = [] if hidden or not isinstance(task.gold_chain, list) else task.gold_chain
-    for link in gold_chain:
-        if isinstance(link, dict):
-            link["arguments_json"] = _pretty(link.get("arguments"))
-    called = [s.tool_name for s in steps if s.tool_name]
-    comparison = comparison_for(request.user, trajectory, stored_steps)
-    for row in comparison["steps"]:
-        row["gold_arguments_json"] = _pretty(row.get("gold_arguments"))
-        row["agent_arguments_json"] = _pretty(row.get("agent_arguments"))
-        row["gold_result_json"] = _pretty(row.get("gold_result"))
-        row["agent_result_json"] = _pretty(row.get("agent_result"))
-    by_agent_step = {
-        row["agent_step"]: row for row in comparison["steps"] if row["agent_step"] is not None
-    }
-    for step in steps:
-        step.gold_match = by_agent_step.get(step.index)
-    labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
-    for label in labels:
-        label.evidence_json = _pretty(
-            public_label_evidence(label.evidence) if hidden else label.evidence
-        )
-    reward = public_reward(trajectory.reward) if hidden else trajectory.reward
-    context = {
-        "trajectory": trajectory,
-        "task": task,
-        "answers_hidden": hidden,
-        "hidden_note": HIDDEN_NOTE,
-        "steps": steps,
-        "gold_chain": [g for g in gold_chain if isinstance(g, dict)],
-        "called_tools": called,
-        "comparison": comparison,
-        "reward": reward_breakdown(reward, trajectory.total_reward),
-        "labels": labels,
-        "shown": shown,
-        "oracle_hidden": redaction.hidden and redaction.oracle,
-        "injected_fault": shown["metadata"].get("injected_fault"),
-        "final_diff_json": _pretty(shown["state_diff"]),
-        "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),
-    }
-    return render(request, "training/trajectory_detail.html", context)
 
 
 @console_page
