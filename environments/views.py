@@ -234,11 +234,10 @@ def environment_tab(request, pk: int, tab: str):
 
 def register_own_tabs() -> None:
     """The tabs that read only environments (EnvironmentsConfig.ready); tasks adds the tool graph
-    (40) and the task table (50) between Tools and MCP."""
+    (40) and the task table (50), serving the MCP connection tab (60)."""
     register_tab("overview", "Overview", _overview, "environments/tabs/overview.html", position=10)
     register_tab("database", "Database", _database, "environments/tabs/database.html", position=20)
     register_tab("tools", "Tools", _tools, "environments/tabs/tools.html", position=30)
-    register_tab("mcp", "MCP", _mcp, "environments/tabs/mcp.html", position=60)
 
 
 def _overview(request, environment: Environment) -> dict[str, Any]:
@@ -398,25 +397,6 @@ def _tools(request, environment: Environment) -> dict[str, Any]:
     return {"tools": tools}
 
 
-def _mcp(request, environment: Environment) -> dict[str, Any]:
-    http_url = request.build_absolute_uri(f"/mcp/{environment.name}/")
-    stdio_config = {
-        "mcpServers": {
-            environment.name: {
-                "command": "python",
-                "args": ["manage.py", "serve_mcp", environment.name],
-            }
-        }
-    }
-    http_config = {"mcpServers": {environment.name: {"url": http_url}}}
-    return {
-        "mcp_http_url": http_url,
-        "mcp_stdio_command": f"python manage.py serve_mcp {environment.name}",
-        "mcp_stdio_config": json.dumps(stdio_config, indent=2),
-        "mcp_http_config": json.dumps(http_config, indent=2),
-    }
-
-
 def _pretty(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
@@ -568,20 +548,20 @@ def theme_list(request):
 @role_required(REVIEWER)
 @require_http_methods(["POST"])
 def theme_build(request, pk: int):
-    """Queue the build of one theme and show its progress."""
-    from environments.builder import submit
+    """Queue the build of one theme and show its progress (the same dispatch as the API's
+    POST /api/themes/{id}/build/)."""
+    from django.contrib import messages
+
+    from environments.builder.dispatch import queue_submission, request_from_submission
     from environments.builder.request import BuildRequestError
 
-    fields = {k: request.POST.get(k, "").strip() for k in ("name", "title", "category")}
-    fields = {k: v for k, v in fields.items() if v}
+    fields = {k: request.POST.get(k, "") for k in ("name", "title", "category")}
     try:
-        build_request = submit.theme_request(pk, **fields)
+        build_request = request_from_submission({**fields, "theme": str(pk)}, None, request.user)
     except BuildRequestError as exc:
-        from django.contrib import messages
-
         messages.error(request, str(exc))
         return redirect("theme-list")
-    job = submit.queue_build(build_request, request.user)
+    job = queue_submission(build_request, request.user)
     return redirect("environment-build", job=job.pk)
 
 
