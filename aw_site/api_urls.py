@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from arena import api as arena_api
+from arena import trajectory_api
 from aw_site import jobs_api
 from environments import api as environments_api
 from serving import episode_api
@@ -15,6 +16,7 @@ router.register("jobs", jobs_api.JobViewSet, basename="job")
 environments_api.register(router)
 tasks_api.register(router)
 training_api.register(router)
+trajectory_api.register(router)
 arena_api.register(router)
 
 urlpatterns = router.urls + [

@@ -13,7 +13,11 @@ from aw_site.jobs_api import JobSerializer
 from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
 from environments.builder import submit
-from environments.builder.dispatch import queue_submission, request_from_submission
+from environments.builder.dispatch import (
+    queue_submission,
+    request_from_submission,
+    theme_request_from_submission,
+)
 from environments.builder.request import BuildRequestError
 from environments.models import Category, Environment, Theme, Tool
 from environments.versions import with_superseded
@@ -164,9 +168,8 @@ class ThemeViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         """Build this theme into an environment: optional name, title, category, options."""
         theme = self.get_object()
         data = request.data if isinstance(request.data, dict) else {}
-        fields = {k: v for k, v in data.items() if k not in ("source", "theme", "mcp")}
         try:
-            build_request = request_from_submission({**fields, "theme": theme.pk}, {}, request.user)
+            build_request = theme_request_from_submission(theme.pk, data, request.user)
         except BuildRequestError as exc:
             return refuse(str(exc))
         job = queue_submission(build_request, request.user)

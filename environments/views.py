@@ -552,12 +552,12 @@ def theme_build(request, pk: int):
     POST /api/themes/{id}/build/)."""
     from django.contrib import messages
 
-    from environments.builder.dispatch import queue_submission, request_from_submission
+    from environments.builder.dispatch import queue_submission, theme_request_from_submission
     from environments.builder.request import BuildRequestError
 
     fields = {k: request.POST.get(k, "") for k in ("name", "title", "category")}
     try:
-        build_request = request_from_submission({**fields, "theme": str(pk)}, None, request.user)
+        build_request = theme_request_from_submission(pk, fields, request.user)
     except BuildRequestError as exc:
         messages.error(request, str(exc))
         return redirect("theme-list")

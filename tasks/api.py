@@ -14,6 +14,7 @@ from aw_site.jobs_api import JobSerializer
 from environments.models import Environment
 from tasks.models import Task
 from tasks.privacy import GOLD_FIELDS, hides_answers, public_metadata, request_user
+from tasks.service import policy_exists
 from tasks.synthesis.instructions import TIERS
 
 _HIDDEN_HELP = "null for viewers on evaluation (arena, held-out) tasks: reviewers only"
@@ -82,12 +83,7 @@ class ConsistencySerializer(serializers.Serializer):
     rollouts = serializers.IntegerField(min_value=1, max_value=64, default=4)
 
     def validate_policy(self, value):
-        from django.apps import apps
-
-        if (
-            value is not None
-            and not apps.get_model("training", "Policy").objects.filter(pk=value).exists()
-        ):
+        if value is not None and not policy_exists(value):
             raise serializers.ValidationError(f"no policy {value}")
         return value
 

@@ -29,12 +29,22 @@ Progress = Callable[[float, str], None]
 # when it loads (training/apps.py), so tasks never imports training.
 PolicySolverFactory = Callable[[int | None, Any, SandboxPool], BatchSolver]
 _policy_solver_factory: PolicySolverFactory | None = None
+# policy id -> whether such a policy exists (checked before a synthesis job is queued).
+PolicyExists = Callable[[int], bool]
+_policy_exists: PolicyExists | None = None
 DEFAULT_ROLLOUTS = 4
 
 
-def register_policy_solver(factory: PolicySolverFactory) -> None:
-    global _policy_solver_factory
+def register_policy_solver(factory: PolicySolverFactory, exists: PolicyExists) -> None:
+    """Training's way in: how to roll a policy out, and how to tell that a policy id is known."""
+    global _policy_solver_factory, _policy_exists
     _policy_solver_factory = factory
+    _policy_exists = exists
+
+
+def policy_exists(policy_id: int) -> bool:
+    """Whether the registered training app knows this policy (False without one)."""
+    return _policy_exists is not None and _policy_exists(policy_id)
 
 
 def consistency_settings(consistency: dict[str, Any] | bool | None) -> dict[str, Any] | None:

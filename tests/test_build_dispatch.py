@@ -78,3 +78,23 @@ def test_a_submission_becomes_a_typed_request(storage):
 def test_a_queued_request_comes_back_as_it_was_validated():
     request = BuildRequest.for_source("iris", name="my_iris", options={"rows": 20})
     assert BuildRequest.from_dict(request.as_dict()) == request
+
+
+@pytest.mark.django_db
+def test_a_theme_build_builds_that_theme_whatever_else_is_sent(reviewer_api, client, reviewer):
+    from environments.models import Theme
+
+    theme = Theme.objects.create(
+        name="library", title="Library", source_kind=Theme.SourceKind.PRD
+    )
+    sent = {"sources": ["iris"], "source": "iris", "mcp": "npx x", "title": "My library"}
+    api = reviewer_api.post(f"/api/themes/{theme.pk}/build/", sent, format="json")
+    assert api.status_code == 202, api.content
+    client.force_login(reviewer)
+    console = client.post(reverse("theme-build", args=[theme.pk]), {"title": "My library"})
+    assert console.status_code == 302
+    jobs = list(Job.objects.order_by("pk"))
+    assert [job.kind for job in jobs] == ["environments.build", "environments.build"]
+    for job in jobs:
+        assert job.arguments["theme"] == theme.pk and job.arguments["title"] == "My library"
+        assert not job.arguments.get("source") and not job.arguments.get("mcp")

@@ -1,7 +1,8 @@
 """Dependencies point one way: aw_site <- environments <- tasks <- training | serving <- arena.
 
-Every module's imports are parsed (top-level and inside functions alike) and each import of an app
-at the same rank or above is a failure that names the file, the line and the module imported.
+Every module's imports are parsed (top-level and inside functions alike), and so are model look-ups
+by name (`apps.get_model("arena", "FailureLabel")`, a way round an import); each one reaching an
+app at the same rank or above is a failure that names the file, the line and what it reached.
 Only aw_site's URL wiring and the main-job command may reach every app.
 """
 
@@ -44,14 +45,25 @@ class Violation:
 
 
 def imported_modules(source: str) -> list[tuple[int, str]]:
-    """(line, absolute module name) of every import statement, nested ones included."""
+    """(line, absolute module name) of every import statement, nested ones included, and of
+    every model looked up by its app's name (`get_model("app", "Model")`, `get_model("app.M")`)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Call) and _called_name(node.func) == "get_model" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.append((node.lineno, first.value))
     return found
+
+
+def _called_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def violations_in(path: str, source: str) -> list[Violation]:
@@ -100,6 +112,9 @@ def test_every_app_imports_only_the_layers_below_it():
         ("tasks/reward.py", "from environments.runtime import state\n", []),
         ("aw_site/console_urls.py", "from arena import views\n", []),
         ("tasks/models.py", "from tasks.records import x\nimport json\n", []),
+        ("tasks/api.py", "apps.get_model('training', 'Policy')\n", ["training"]),
+        ("training/api.py", "get_model('arena.FailureLabel')\n", ["arena.FailureLabel"]),
+        ("arena/steps.py", "apps.get_model('training', 'Policy')\n", []),
     ],
 )
 def test_the_check_catches_imports_against_the_direction(path, source, expected):

@@ -13,5 +13,9 @@ class TrainingConfig(AppConfig):
 
         from tasks.service import register_policy_solver
         from training.consistency import policy_batch_solver
+        from training.models import Policy
 
-        register_policy_solver(policy_batch_solver)  # pass rates for the synthesis job
+        # pass rates for the synthesis job, and the check of the policy id it is given
+        register_policy_solver(
+            policy_batch_solver, exists=lambda pk: Policy.objects.filter(pk=pk).exists()
+        )

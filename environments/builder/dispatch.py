@@ -82,6 +82,16 @@ def request_from_submission(
         raise
 
 
+def theme_request_from_submission(
+    theme: int, data: Mapping[str, Any], user: Any = None
+) -> BuildRequest:
+    """A theme's Build action (API and console): the theme comes from the URL; the submission
+    may only name the environment (name, title, description, category) and give options."""
+    fields = {key: data[key] for key in (*TEXT_FIELDS, "options") if key in data}
+    fields = build_fields({**fields, "theme": str(theme)})
+    return submit.theme_request(fields.pop("theme"), **fields)
+
+
 def build_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     """The submission's fields, checked for size and shape; empty ones left out."""
     fields: dict[str, Any] = {}
