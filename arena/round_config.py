@@ -10,6 +10,8 @@ stored there, so a run of the round keeps every other option at its one default.
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -21,6 +23,8 @@ from training.run_options import RunOptions, option_errors
 __all__ = ["MAX_REPLAY_RATIO", "RoundConfig", "ValidationError", "round_config_errors"]
 
 MAX_REPLAY_RATIO = 4.0
+MAX_STORED_REPAIRS = 3  # a model error lists every bad field; nested ones may need a second pass
+logger = logging.getLogger(__name__)
 
 
 class RoundConfig(BaseModel):
@@ -72,8 +76,20 @@ class RoundConfig(BaseModel):
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> RoundConfig:
-        """The settings of a stored round (a key an older round did not store: its default)."""
-        return cls.model_validate(dict(config or {}))
+        """The settings of a stored round (a key an older round did not store: its default).
+
+        A stored round was validated when it started; a key or value that today's contract no
+        longer accepts (an option since removed, a range since narrowed) is dropped with a
+        warning and takes its default, so an old round still reads and resumes."""
+        stored = copy.deepcopy(dict(config or {}))
+        for _ in range(MAX_STORED_REPAIRS):
+            try:
+                return cls.model_validate(stored)
+            except ValidationError as error:
+                for problem in error.errors():
+                    _drop(stored, problem["loc"])
+                logger.warning("a stored round config was read with defaults for: %s", error)
+        return cls.model_validate(stored)
 
     def stored(self) -> dict[str, Any]:
         """The JSON ``EvolutionRound.config`` holds (``training``: the options the round sets)."""
@@ -86,6 +102,19 @@ class RoundConfig(BaseModel):
     def training_sets(self, name: str) -> bool:
         """Whether the round's training options set ``name`` (else the run's default applies)."""
         return name in self.training.model_fields_set
+
+
+def _drop(config: dict[str, Any], location: tuple[Any, ...]) -> None:
+    """Remove the key a validation error points at (its first two levels: option, training
+    option), so the field takes its default."""
+    if not location:
+        config.clear()
+        return
+    head = location[0]
+    if head == "training" and len(location) > 1 and isinstance(config.get("training"), dict):
+        config["training"].pop(location[1], None)
+        return
+    config.pop(head, None)
 
 
 def round_config_errors(error: ValidationError) -> dict[str, str]:

@@ -7,14 +7,13 @@ their names (training/trajectory_*.html) and the URLs theirs (aw_site/console_ur
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404, render
 
 from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
-from aw_site.console import console_page, page_of
+from aw_site.console import console_page, page_of, pretty_json
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import Trajectory
@@ -128,12 +127,6 @@ def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
     return {"components": components, "total": total_value}
 
 
-def _pretty(value: Any) -> str:
-    if value in (None, "", {}, []):
-        return ""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
 @console_page
 def trajectory_detail(request, pk: int):
     trajectory = get_object_or_404(
@@ -144,9 +137,9 @@ def trajectory_detail(request, pk: int):
     steps = redact_steps(redaction, stored_steps)
     shown = redacted_fields(redaction, trajectory)  # final answer, state and diff, metadata
     for step in steps:
-        step.arguments_json = _pretty(step.tool_arguments)
-        step.result_json = _pretty(step.tool_result)
-        step.diff_json = _pretty(step.state_diff)
+        step.arguments_json = pretty_json(step.tool_arguments)
+        step.result_json = pretty_json(step.tool_result)
+        step.diff_json = pretty_json(step.state_diff)
     task = trajectory.task
     # Evaluation tasks: a viewer sees no gold chain, answer or solution, no reward reasons and
     # only the kind and steps of each label (their explanations quote the gold data).
@@ -154,14 +147,14 @@ def trajectory_detail(request, pk: int):
     gold_chain = [] if hidden or not isinstance(task.gold_chain, list) else task.gold_chain
     for link in gold_chain:
         if isinstance(link, dict):
-            link["arguments_json"] = _pretty(link.get("arguments"))
+            link["arguments_json"] = pretty_json(link.get("arguments"))
     called = [s.tool_name for s in steps if s.tool_name]
     comparison = comparison_for(request.user, trajectory, stored_steps)
     for row in comparison["steps"]:
-        row["gold_arguments_json"] = _pretty(row.get("gold_arguments"))
-        row["agent_arguments_json"] = _pretty(row.get("agent_arguments"))
-        row["gold_result_json"] = _pretty(row.get("gold_result"))
-        row["agent_result_json"] = _pretty(row.get("agent_result"))
+        row["gold_arguments_json"] = pretty_json(row.get("gold_arguments"))
+        row["agent_arguments_json"] = pretty_json(row.get("agent_arguments"))
+        row["gold_result_json"] = pretty_json(row.get("gold_result"))
+        row["agent_result_json"] = pretty_json(row.get("agent_result"))
     by_agent_step = {
         row["agent_step"]: row for row in comparison["steps"] if row["agent_step"] is not None
     }
@@ -169,7 +162,7 @@ def trajectory_detail(request, pk: int):
         step.gold_match = by_agent_step.get(step.index)
     labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
     for label in labels:
-        label.evidence_json = _pretty(
+        label.evidence_json = pretty_json(
             public_label_evidence(label.evidence) if hidden else label.evidence
         )
     reward = public_reward(trajectory.reward) if hidden else trajectory.reward
@@ -187,7 +180,7 @@ def trajectory_detail(request, pk: int):
         "shown": shown,
         "oracle_hidden": redaction.hidden and redaction.oracle,
         "injected_fault": shown["metadata"].get("injected_fault"),
-        "final_diff_json": _pretty(shown["state_diff"]),
+        "final_diff_json": pretty_json(shown["state_diff"]),
         "rounds": sorted({e.round.number for e in trajectory.evaluations.select_related("round")}),
     }
     return render(request, "training/trajectory_detail.html", context)

@@ -23,7 +23,7 @@ from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, Expan
 from arena.report_privacy import public_report_analysis
 from arena.round_config import RoundConfig
 from aw_site import charts
-from aw_site.console import JOB_POLL, console_action, console_page
+from aw_site.console import JOB_POLL, console_action, console_page, pretty_json
 from aw_site.roles import REVIEWER
 from tasks.models import Task
 from tasks.privacy import may_see_answers, public_evidence
@@ -328,8 +328,8 @@ def round_detail(request, number: int):
         "kind_rows": kind_rows(evaluation),
         "difficulty_chart": mark_safe(round_difficulty_chart(evolution_round.number)),
         "scores_chart": mark_safe(scores_chart(history)),
-        "weakest_json": _pretty(report.weakest) if report else "",
-        "results_json": _pretty(evaluation.results) if evaluation else "",
+        "weakest_json": pretty_json(report.weakest) if report else "",
+        "results_json": pretty_json(evaluation.results) if evaluation else "",
         "jobs": evolution_round.jobs.order_by("-created_at")[:20],
         **distribution_charts(report),
     }
@@ -416,11 +416,11 @@ def start_round_view(request):
 
 
 def _decorate_proposal(proposal: ExpansionProposal, answers_visible: bool) -> ExpansionProposal:
-    proposal.params_json = _pretty(proposal.params)
-    proposal.evidence_json = _pretty(
+    proposal.params_json = pretty_json(proposal.params)
+    proposal.evidence_json = pretty_json(
         proposal.evidence if answers_visible else public_evidence(proposal.evidence)
     )
-    proposal.result_json = _pretty(proposal.result)
+    proposal.result_json = pretty_json(proposal.result)
     proposal.is_pending = proposal.status == ExpansionProposal.Status.PENDING
     return proposal
 
@@ -460,12 +460,6 @@ def review_proposal_view(request, pk: int):
     else:
         messages.success(request, f"Proposal #{pk} {proposal.status}.")
     return redirect("round-detail", number=proposal.round.number)
-
-
-def _pretty(value: Any) -> str:
-    if value in (None, "", {}, []):
-        return ""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 @console_page

@@ -7,7 +7,9 @@ POST from a viewer is refused with 403 whatever the page showed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -35,3 +37,10 @@ def console_action(needed: str = REVIEWER) -> Callable:
 def page_of(request, items, per_page: int):
     """The requested page of a queryset or list (out-of-range pages give the last page)."""
     return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def pretty_json(value: Any, sort_keys: bool = False) -> str:
+    """Indented JSON for a page's raw-data block; empty values show nothing."""
+    if value in (None, "", {}, []):
+        return ""
+    return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=False, default=str)

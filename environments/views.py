@@ -10,7 +10,6 @@ tools, MCP) and those of the apps above it (the tool graph and task tabs: tasks/
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
-from aw_site.console import console_page, page_of
+from aw_site.console import console_page, page_of, pretty_json
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Category, Environment, Tool
 from environments.page_tabs import page_tab, page_tabs, register_tab
@@ -249,8 +248,8 @@ def _overview(request, environment: Environment) -> dict[str, Any]:
         "versions": versions,
         "theme": theme,
         "provenance": environment.provenance if isinstance(environment.provenance, list) else [],
-        "verification_json": _pretty(environment.verification_report),
-        "theme_provenance_json": _pretty(theme.provenance) if theme else "",
+        "verification_json": pretty_json(environment.verification_report, sort_keys=True),
+        "theme_provenance_json": pretty_json(theme.provenance, sort_keys=True) if theme else "",
         "package_state": package_state(environment),
         "build_yield": yield_rows(environment.build_yield),
         "funnel": _funnel_rows(environment),
@@ -389,18 +388,14 @@ def _missing_package_message(environment: Environment) -> str:
 def _tools(request, environment: Environment) -> dict[str, Any]:
     tools = list(Tool.objects.filter(environment=environment).prefetch_related("tests"))
     for tool in tools:
-        tool.schema_json = _pretty(tool.schema)
-        tool.verification_json = _pretty(tool.verification) if tool.verification else ""
+        tool.schema_json = pretty_json(tool.schema, sort_keys=True)
+        tool.verification_json = (
+            pretty_json(tool.verification, sort_keys=True) if tool.verification else ""
+        )
         tests = list(tool.tests.all())
         tool.passed_tests = sum(1 for t in tests if t.passed)
         tool.test_list = tests
     return {"tools": tools}
-
-
-def _pretty(value: Any) -> str:
-    if value in (None, "", {}, []):
-        return ""
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
 # --- New environment: one build through the `environments.build` job --------------------------

@@ -84,9 +84,7 @@ def test_a_queued_request_comes_back_as_it_was_validated():
 def test_a_theme_build_builds_that_theme_whatever_else_is_sent(reviewer_api, client, reviewer):
     from environments.models import Theme
 
-    theme = Theme.objects.create(
-        name="library", title="Library", source_kind=Theme.SourceKind.PRD
-    )
+    theme = Theme.objects.create(name="library", title="Library", source_kind=Theme.SourceKind.PRD)
     sent = {"sources": ["iris"], "source": "iris", "mcp": "npx x", "title": "My library"}
     api = reviewer_api.post(f"/api/themes/{theme.pk}/build/", sent, format="json")
     assert api.status_code == 202, api.content

@@ -21,6 +21,23 @@ def test_a_stored_round_reads_back_as_attributes_with_one_set_of_defaults():
     assert capped.settings.training_run_config() == {"tasks_per_environment": 3}
 
 
+def test_a_stored_round_outside_todays_contract_still_reads_with_defaults_for_what_broke():
+    old = EvolutionRound(
+        config={
+            "retired_option": 1,
+            "max_walk_length": 400,
+            "replay_ratio": 0.5,
+            "training": {"grpo_steps": -3, "sft_epochs": 2, "gone": True},
+        }
+    )
+    settings = old.settings
+    assert settings.max_walk_length == RoundConfig().max_walk_length  # out of range: default
+    assert settings.replay_ratio == 0.5  # what was valid is kept
+    assert settings.training.sft_epochs == 2
+    assert settings.training.grpo_steps == RoundConfig().training.grpo_steps
+    assert not settings.training_sets("gone")
+
+
 def test_the_stored_shape_keeps_only_the_training_options_a_round_sets():
     stored = RoundConfig.model_validate({"training": {"grpo_steps": 5}}).stored()
     assert stored["training"] == {"grpo_steps": 5}

@@ -28,6 +28,12 @@ def test_bad_options_are_named_field_by_field():
     assert errors["zzz"].startswith("unknown option")
     with pytest.raises(ValidationError, match="needs vllm_server_base_url"):
         RunOptions(use_vllm=True, vllm_mode="server")
+    # A run.json from before the defaults were unified named a server without the mode.
+    with pytest.raises(ValidationError, match="set vllm_mode to 'server'"):
+        RunOptions(use_vllm=True, vllm_server_base_url="http://127.0.0.1:8001")
+    assert RunOptions(
+        use_vllm=True, vllm_mode="server", vllm_server_base_url="http://127.0.0.1:8001"
+    ).vllm_server_base_url
 
 
 @pytest.mark.django_db

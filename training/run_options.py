@@ -132,6 +132,11 @@ class RunOptions(BaseModel):
     def _consistent(self) -> RunOptions:
         if self.use_vllm and self.vllm_mode == "server" and not self.vllm_server_base_url:
             raise ValueError("vllm_mode 'server' needs vllm_server_base_url")
+        if self.vllm_server_base_url and self.vllm_mode == "colocate":
+            raise ValueError(
+                "vllm_server_base_url names a vLLM server, but vllm_mode is 'colocate' "
+                "(the default): set vllm_mode to 'server' to use it, or drop the URL"
+            )
         if (
             self.max_context_length is not None
             and self.max_context_length <= self.max_completion_length // 8

@@ -3,7 +3,6 @@ rounds, are arena/trajectory_views.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -13,7 +12,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
-from aw_site.console import console_action, console_page, page_of
+from aw_site.console import console_action, console_page, page_of, pretty_json
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Environment
 from training.models import Policy, TrainingMetric, TrainingRun
@@ -27,12 +26,6 @@ def _int(value: str | None) -> int | None:
         return int(value or "")
     except ValueError:
         return None
-
-
-def _pretty(value: Any) -> str:
-    if value in (None, "", {}, []):
-        return ""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 @console_page
@@ -115,8 +108,8 @@ def training_run_detail(request, pk: int):
         "run": run,
         "live": _run_is_live(run),
         "metric_poll": METRIC_POLL,
-        "config_json": _pretty(run.config),
-        "summary_json": _pretty(run.summary),
+        "config_json": pretty_json(run.config),
+        "summary_json": pretty_json(run.summary),
         "environments": run.environments.only("id", "name", "version"),
         "checkpoints": run.checkpoints.all(),
         "rounds": run.rounds.all(),
