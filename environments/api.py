@@ -36,7 +36,7 @@ class ThemeSerializer(serializers.ModelSerializer):
     environments = serializers.SerializerMethodField()
 
     def get_tool_names(self, theme) -> list[str]:
-        from environments.builder.theme_model import theme_tools
+        from environments.builder.theme_reading import theme_tools
         from environments.themes_import import theme_dict
 
         return [t.get("name", "") for t in theme_tools(theme_dict(theme))]

@@ -509,7 +509,7 @@ THEMES_PER_PAGE = 25
 @console_page
 def theme_list(request):
     """Every theme with its tools, category and environments; reviewers build one."""
-    from environments.builder.theme_model import theme_tools
+    from environments.builder.theme_reading import theme_tools
     from environments.models import Theme
     from environments.themes_import import theme_dict
 

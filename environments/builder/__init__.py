@@ -10,7 +10,13 @@
                      results, the yield of each stage, BuildFailed naming the stage
 - publish.py         the publish stage: verified tools and the database as one package
 - pipeline.py        the ingest and tools stages of data builds (built-in sources, uploaded files)
-- theme_pipeline.py  the ingest and tools stages of theme builds (theme_model, theme_data,
+- theme_pipeline.py  the ingest and tools stages of theme builds (theme_reading, theme_data,
                      theme_tools, theme_prelude read a theme and implement its tools)
+- theme_model.py     what a theme says, as types: FieldSpec, EntitySpec, ToolPlan, ThemeModel
+- theme_reading.py   read_theme: a theme read into a ThemeModel (the entry), theme_tools
+- theme_openapi.py   entities from an OpenAPI document's components/schemas ($ref resolved)
+- theme_prd.py       entities from a PRD's markdown headings, tables and bullets
+- theme_plans.py     one ToolPlan per theme tool: operation kind, parameter bindings, rejections
+- theme_verbs.py     the word tables: operation verbs, transitions, outside-world and paging words
 - complexify.py      the ingest and tools stages of a complexified version of an environment
 """

@@ -6,7 +6,7 @@ records what survived each on `Environment.build_yield`; a theme also keeps a `f
 there (theme tools -> schema entities -> tools implemented -> tools verified; tasks synthesized is
 read from the environment when it is shown):
 
-- ingest: the theme is read into entities and tool plans (`theme_model`), and the database is
+- ingest: the theme is read into entities and tool plans (`theme_reading`), and the database is
   filled from the closest local data (a built-in source that names an entity, the one the
   request names, an uploaded file, and with an LLM the research agent's tables) or else from the
   deterministic generator (provenance kind "synthetic");
@@ -46,7 +46,8 @@ from .stages import (
     tool_kinds,
 )
 from .theme_data import build_theme_database, builtin_matches, candidate_tables
-from .theme_model import ThemeModel, read_theme
+from .theme_model import ThemeModel
+from .theme_reading import read_theme
 from .theme_tools import implement_theme_tools
 
 

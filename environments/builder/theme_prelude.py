@@ -3,7 +3,7 @@
 They run in the sandbox worker with the episode's `db` and the module-level `json`. Every theme
 tool is `def <theme tool name>(db, **params): return _th_call(db, _TH_PLAN_<n>, params)`, where
 the plan (operation, table, which column each parameter binds to, output shape) was read from
-the theme (environments.builder.theme_model). `_TH_TABLES` describes every table.
+the theme (environments.builder.theme_plans). `_TH_TABLES` describes every table.
 """
 
 import json  # noqa: F401 - tools.py imports json itself; this keeps the module importable

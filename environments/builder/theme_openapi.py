@@ -1,0 +1,71 @@
+"""The entities an OpenAPI document describes: `components/schemas` read into entity fields.
+
+An object schema with properties is an entity; a `$ref` property (or array of them) embeds
+another entity. Local `#/...` references are resolved by `deref` (cycles cut at a depth). The
+request and response bodies of the operations reach `theme_plans` as the tools' parameter and
+output schemas.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
+
+
+def openapi_entities(model: ThemeModel, doc: dict) -> None:
+    """Every object schema of `components/schemas` with properties as an entity."""
+    schemas = ((doc.get("components") or {}).get("schemas")) or {}
+    for name, schema in schemas.items():
+        resolved = deref(schema, doc)
+        if not isinstance(resolved, dict) or resolved.get("type", "object") != "object":
+            continue
+        if not resolved.get("properties"):
+            continue
+        entity = model.entity(entity_name(name))
+        entity.origins.append(f"components/schemas/{name}")
+        _fields_from_object(entity, schema, doc)
+
+
+def _fields_from_object(entity: EntitySpec, schema: dict, doc: dict | None) -> None:
+    resolved = deref(schema, doc) if doc is not None else schema
+    required = set(resolved.get("required") or [])
+    for prop, sub in (resolved.get("properties") or {}).items():
+        ref = _ref_name(sub) or _ref_name((sub or {}).get("items") or {})
+        plain = deref(sub, doc, depth=1) if doc is not None else sub
+        spec = field_from_schema(prop, plain, prop in required)
+        if ref:
+            spec.object_ref = entity_name(ref)
+            if spec.type not in ("array", "object"):
+                spec.type = "object"
+        entity.add(spec)
+
+
+def _ref_name(schema: Any) -> str:
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        return schema["$ref"].rsplit("/", 1)[-1]
+    return ""
+
+
+def deref(schema: Any, doc: dict | None, depth: int = 8) -> Any:
+    """A schema with local `#/...` references replaced by their targets (cycles cut at depth)."""
+    if doc is None:
+        return schema
+    if isinstance(schema, list):
+        return [deref(item, doc, depth) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/"):
+        if depth <= 0:
+            return {"type": "object"}
+        target: Any = doc
+        for part in schema["$ref"][2:].split("/"):
+            target = (
+                target.get(part.replace("~1", "/").replace("~0", "~"), {})
+                if isinstance(target, dict)
+                else {}
+            )
+        merged = {**copy.deepcopy(target), **{k: v for k, v in schema.items() if k != "$ref"}}
+        return deref(merged, doc, depth - 1)
+    return {k: deref(v, doc, depth) for k, v in schema.items()}

@@ -1,0 +1,847 @@
+"""One plan per theme tool: its operation kind and which column every parameter binds to.
+
+The tools' own object schemas add entities first (MCP `inputSchema`/`outputSchema`, JSON-schema
+tool lists, OpenAPI bodies: arrays of objects are entities; `<entity>Name`, `<entity>_id`, "the
+name of the entity" are references). Then each tool gets a plan: its operation kind (get,
+get_many, list/search, create, batch create, update, delete, batch delete, state transition,
+append/remove items of a list field, dump) read from the tool's name (camelCase or snake_case
+verb + noun), the HTTP method, MCP annotations and the first verb of the description
+(`theme_verbs`); last, every parameter is bound to a column. A tool whose parameters cannot be
+bound, whose entity cannot be found, or which needs the outside world (a URL to fetch, the clock,
+e-mail, a shell) is kept as a *rejected* plan with the reason; nothing is guessed silently.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from environments.discovery.naming import plural, singular
+
+from .theme_model import (
+    QUANTIFIERS,
+    EntitySpec,
+    FieldSpec,
+    ThemeModel,
+    ToolPlan,
+    entity_name,
+    field_from_schema,
+    plain_type,
+    snake,
+    words,
+)
+from .theme_verbs import (
+    CLOCK_WORDS,
+    DESCRIPTION_VERBS,
+    GLOB_NAMES,
+    KEY_NAMES,
+    MODIFIERS,
+    OUTSIDE_PARAMS,
+    OUTSIDE_WORDS,
+    PAGING,
+    QUERY_NAMES,
+    TRANSITIONS,
+    VERBS,
+)
+
+
+class ToolReader:
+    """Reads a theme's tools into plans on a model: entities, plans, then bindings."""
+
+    def __init__(self, model: ThemeModel, tools: list[dict]) -> None:
+        self.model = model
+        self.tools = tools
+        self.prefix = _common_prefix([t.get("name", "") for t in tools])
+
+    def read(self) -> None:
+        # Pass 1: entities the tools' object schemas describe (outputs first: they are complete).
+        for tool in self.tools:
+            self.object_entities(tool)
+        # Pass 2: a plan per tool (adds the entities named by tools and their scalar fields).
+        plans = [self.plan(tool) for tool in self.tools]
+        # Pass 3: bind parameters now that every entity and its fields are known.
+        for plan, tool in zip(plans, self.tools, strict=True):
+            if not plan.rejected:
+                self.bind(plan, tool)
+        self.model.plans = plans
+
+    # -- entities from object schemas --
+    def object_entities(self, tool: dict) -> None:
+        out = tool.get("outputSchema") or {}
+        verb, _ = self.verb_noun(tool)
+        reads = verb in ("get", "list") or (tool.get("annotations") or {}).get("readOnlyHint")
+        for prop, sub in (out.get("properties") or {}).items() if reads else ():
+            items = (sub or {}).get("items") or {}
+            if (sub or {}).get("type") == "array" and items.get("properties"):
+                self.entity_from(entity_name(prop), items, f"outputSchema of {tool['name']}")
+        if verb in ("create", "update") or tool.get("http", {}).get("method") in ("POST", "PUT"):
+            params = tool.get("parameters") or {}
+            for prop, sub in (params.get("properties") or {}).items():
+                items = (sub or {}).get("items") or {}
+                if (sub or {}).get("type") == "array" and items.get("properties"):
+                    name = entity_name(prop)
+                    if not self.list_field_owner(name, items):
+                        self.entity_from(name, items, f"inputSchema of {tool['name']}")
+
+    def entity_from(self, name: str, schema: dict, origin: str) -> EntitySpec:
+        entity = self.model.entity(name)
+        if origin not in entity.origins:
+            entity.origins.append(origin)
+        required = set(schema.get("required") or [])
+        for prop, sub in (schema.get("properties") or {}).items():
+            spec = field_from_schema(prop, sub, prop in required)
+            entity.add(spec)
+        return entity
+
+    def list_field_owner(self, noun: str, items: dict) -> tuple[EntitySpec, str, str, str] | None:
+        """(entity, list field, reference param, values param) when the items of an array
+        parameter add to or remove from a list field of another entity (observations of an
+        entity: {entityName, contents})."""
+        props = items.get("properties") or {}
+        for entity in self.model.entities.values():
+            list_fields = [n for n, f in entity.fields.items() if f.type == "array"]
+            if plural(noun) not in list_fields and noun not in list_fields:
+                continue
+            target = plural(noun) if plural(noun) in list_fields else noun
+            ref = next((p for p in props if self.refers_to(p, props[p], entity.name)), "")
+            values = next(
+                (p for p, s in props.items() if p != ref and (s or {}).get("type") == "array"), ""
+            )
+            if ref and values:
+                return entity, target, ref, values
+        return None
+
+    def refers_to(self, param: str, schema: dict, entity: str) -> bool:
+        tokens = words(param)
+        ent = words(entity)
+        if (
+            len(tokens) > len(ent)
+            and tokens[: len(ent)] == ent
+            and tokens[-1] in ("name", "id", "key", "path", "code")
+        ):
+            return True
+        text = str((schema or {}).get("description", "")).lower()
+        return bool(re.search(rf"\b(name|id|key) of the {re.escape(' '.join(ent))}\b", text))
+
+    # -- verb and noun --
+    def verb_noun(self, tool: dict) -> tuple[str, list[str]]:
+        name = tool.get("name", "")
+        tokens = words(name[len(self.prefix) :] if self.prefix else name)
+        if not tokens:
+            return "", []
+        for index, token in enumerate(tokens[:2]):
+            for op, verbs in VERBS.items():
+                if token in verbs:
+                    return op, tokens[index + 1 :]
+            if token in TRANSITIONS:
+                return "transition:" + token, tokens[index + 1 :]
+        return "", tokens
+
+    def description_verb(self, tool: dict) -> str:
+        for token in words(tool.get("description", ""))[:3]:
+            for op, verbs in DESCRIPTION_VERBS.items():
+                if token in verbs:
+                    return op
+        return ""
+
+    def noun_entity(self, noun: list[str]) -> str:
+        """The known entity a noun phrase names (longest suffix first), else ""."""
+        cut = noun
+        for joiner in ("with", "by", "for", "of", "in", "from", "to", "on", "info", "details"):
+            if joiner in cut[1:]:
+                cut = cut[: cut.index(joiner, 1)]
+        cut = [w for w in cut if w not in QUANTIFIERS]
+        for start in range(len(cut)):
+            candidate = singular("_".join(cut[start:]))
+            if candidate in self.model.entities:
+                return candidate
+        for end in range(len(cut), 0, -1):
+            candidate = singular("_".join(cut[:end]))
+            if candidate in self.model.entities:
+                return candidate
+        return ""
+
+    def new_noun_entity(self, noun: list[str]) -> str:
+        cut = noun
+        for joiner in ("with", "by", "for", "of", "in", "from", "to", "on", "info", "details"):
+            if joiner in cut[1:]:
+                cut = cut[: cut.index(joiner, 1)]
+        cut = [w for w in cut if w not in QUANTIFIERS]
+        return singular(cut[-1]) if cut else ""
+
+    # -- the plan --
+    def plan(self, tool: dict) -> ToolPlan:
+        params = tool.get("parameters")
+        derived = not (isinstance(params, dict) and params.get("type") == "object")
+        plan = ToolPlan(
+            name=tool.get("name", ""),
+            description=tool.get("description", "") or "",
+            parameters=params if not derived else {"type": "object", "properties": {}},
+            derived_parameters=derived,
+        )
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", plan.name):
+            return plan.reject(
+                f"the name {plan.name!r} is not a function name a client can call (letters, "
+                "digits, '_' or '-', at most 64, starting with a letter)"
+            )
+        outside = self.outside_world(tool)
+        if outside:
+            return plan.reject(f"needs the outside world: {outside}")
+        verb, noun = self.verb_noun(tool)
+        http = tool.get("http") or {}
+        annotations = tool.get("annotations") or {}
+        owner = self.list_field_entity(noun)
+        if owner:
+            plan.options["list_field"] = owner[1]
+        entity = owner[0] if owner else (self.noun_entity(noun) if noun else "")
+        out_entity = self.output_entity(tool)
+        from_description = not verb
+        if not verb:
+            verb = self.description_verb(tool)
+            if verb and not entity and verb in ("get", "list", "show"):
+                entity = self.description_entity(tool)
+            if verb == "show":
+                spec = self.model.entities.get(entity)
+                keyed = spec is not None and any(
+                    self.key_like(p, spec)
+                    for p in (tool.get("parameters") or {}).get("properties") or {}
+                    if not self.reference(p, {}, spec.name)
+                )
+                verb = "get" if keyed else "list"
+            if not verb and http.get("method"):
+                verb = self.http_verb(http)
+            if verb in ("create", "update", "delete") and not entity and noun:
+                entity = self.new_noun_entity(noun)
+        if verb.startswith("transition:"):
+            return self.plan_transition(plan, verb.split(":", 1)[1], noun, entity)
+        if not verb:
+            return plan.reject(
+                "semantics cannot be read from the spec: no operation verb in the name "
+                f"{plan.name!r} or the description"
+            )
+        if verb in ("get", "list") and not entity and not noun:
+            entity = self.description_entity(tool)
+        if verb == "get" and self.plural_noun(noun, tool):
+            verb = "list"
+        if verb == "get" and re.search(
+            r"\b(tree|recursive)\b", " ".join(noun) + " " + plan.description, re.I
+        ):
+            verb = "list"
+        if (
+            http.get("method") == "GET"
+            and verb == "get"
+            and not re.search(r"\{[^}]+\}$", http.get("path", ""))
+        ):
+            verb = "list"
+        if annotations.get("readOnlyHint") and verb not in ("get", "list"):
+            return plan.reject(
+                f"semantics cannot be read from the spec: the name says {verb} but the server "
+                "marks the tool read-only"
+            )
+        if not entity:
+            entity = out_entity
+        if not entity and noun and verb in ("create", "update", "delete"):
+            entity = self.new_noun_entity(noun)
+        if (
+            not entity
+            and noun
+            and verb in ("get", "list")
+            and not from_description
+            and self.scalar_params(tool)
+        ):
+            entity = self.new_noun_entity(noun)
+        if not entity:
+            return plan.reject(
+                f"semantics cannot be read from the spec: no entity named in {plan.name!r} "
+                "or its description matches the theme's data"
+            )
+        if entity not in self.model.entities:
+            self.model.entity(entity).origins.append(f"named by {plan.name}")
+        plan.entity = entity
+        plan.operation = verb
+        if http:
+            plan.options["http"] = dict(http)
+        plan.kind = "read" if verb in ("get", "list") else "write"
+        if verb == "create" and re.search(r"\boverwrit", plan.description, re.I):
+            plan.options["upsert"] = True
+        if verb == "create" and re.search(
+            r"already exists.{0,60}(succeed|silently)", plan.description, re.I
+        ):
+            plan.options["idempotent"] = True
+        if verb == "delete" and re.search(
+            r"\band (its|their) (associated|related)", plan.description, re.I
+        ):
+            plan.options["cascade"] = True
+        if verb == "list" and re.search(
+            r"\b(tree|recursive|recursively)\b", plan.name + " " + plan.description, re.I
+        ):
+            plan.options["recursive"] = True
+        self.collect_fields(plan, tool)
+        return plan
+
+    def list_field_entity(self, noun: list[str]) -> tuple[str, str] | None:
+        """(entity, field) when the noun names a list field of an entity (observations)."""
+        if not noun:
+            return None
+        phrase = "_".join(w for w in noun if w not in QUANTIFIERS)
+        for entity in self.model.entities.values():
+            for name, spec in entity.fields.items():
+                if spec.type == "array" and snake(name) in (phrase, plural(phrase)):
+                    return entity.name, name
+        return None
+
+    def plural_noun(self, noun: list[str], tool: dict) -> bool:
+        if not noun:
+            return False
+        last = [w for w in noun if w not in ("by", "id", "with")]
+        word = last[0] if last else noun[0]
+        return word != singular(word) and word not in QUANTIFIERS and "multiple" not in noun
+
+    def http_verb(self, http: dict) -> str:
+        method = http.get("method", "")
+        path = http.get("path", "")
+        if method == "GET":
+            return "get" if re.search(r"\{[^}]+\}$", path) else "list"
+        return {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}.get(
+            method, ""
+        )
+
+    def scalar_params(self, tool: dict) -> bool:
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        return bool(props) and all(
+            plain_type(s or {}).get("type") in ("string", "integer", "number", "boolean", None)
+            for s in props.values()
+        )
+
+    def description_entity(self, tool: dict) -> str:
+        for token in words(tool.get("description", "")):
+            candidate = singular(token)
+            if candidate in self.model.entities:
+                return candidate
+        return ""
+
+    def output_entity(self, tool: dict) -> str:
+        out = tool.get("outputSchema") or {}
+        for prop, sub in (out.get("properties") or {}).items():
+            if (sub or {}).get("type") == "array" and ((sub or {}).get("items") or {}).get(
+                "properties"
+            ):
+                name = entity_name(prop)
+                if name in self.model.entities:
+                    return name
+        return ""
+
+    def outside_world(self, tool: dict) -> str:
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        for name, schema in props.items():
+            fmt = str((schema or {}).get("format", ""))
+            if (
+                name.lower() in OUTSIDE_PARAMS
+                or fmt in ("uri", "url")
+                and name.lower() not in ("photo_urls", "photourls")
+            ):
+                if name.lower() in OUTSIDE_PARAMS:
+                    return f"its parameter {name!r} is a URL to reach"
+        tokens = words(tool.get("name", ""))
+        for token in tokens:
+            if token in OUTSIDE_WORDS:
+                return f"it {OUTSIDE_WORDS[token]} ({tool['name']})"
+            if token in CLOCK_WORDS:
+                return f"it reads the wall clock ({tool['name']}), which no fixed database holds"
+        description = " ".join(words(tool.get("description", ""))[:12])
+        for word, why in (
+            ("send", "sends messages"),
+            ("fetch", "reads the web"),
+            ("url", "reads the web"),
+        ):
+            if (
+                re.search(rf"\b{word}\b", description)
+                and word in ("send",)
+                and re.search(r"\b(email|e mail|message|sms|reminder)", description)
+            ):
+                return f"it {why} ({tool['name']})"
+        return ""
+
+    def plan_transition(self, plan: ToolPlan, verb: str, noun: list[str], entity: str) -> ToolPlan:
+        entity = entity or (self.new_noun_entity(noun) if noun else "")
+        spec = self.model.entities.get(entity)
+        if spec is None:
+            return plan.reject(
+                f"semantics cannot be read from the spec: {verb!r} moves a state, but "
+                f"{plan.name!r} names no entity of the theme"
+            )
+        state = spec.state_field()
+        if state is None:
+            return plan.reject(
+                f"semantics cannot be read from the spec: {verb!r} moves a state, but "
+                f"{entity} has no status/state field with a list of values"
+            )
+        targets = [v for v in TRANSITIONS[verb] if v in state.enum]
+        if not targets:
+            return plan.reject(
+                f"semantics cannot be read from the spec: {entity}.{state.name} has no value "
+                f"for {verb!r} (values: {', '.join(map(str, state.enum))})"
+            )
+        plan.entity, plan.operation, plan.kind = entity, "transition", "write"
+        plan.options.update({"column": state.name, "target": targets[0]})
+        return plan
+
+    def collect_fields(self, plan: ToolPlan, tool: dict) -> None:
+        """Scalar parameters of create/update/list tools are fields of their entity."""
+        entity = self.model.entities[plan.entity]
+        props = plan.parameters.get("properties") or {}
+        required = set(plan.parameters.get("required") or [])
+        fresh = (  # a read tool names a new entity and no key: its parameters are its fields
+            not entity.fields
+            and plan.operation == "get"
+            and not any(self.key_like(p, entity) for p in props)
+        )
+        if fresh and len(required) == 1 and not entity.key:
+            entity.key = next(iter(required))  # a get by one identifier: that is the key
+        for param, schema in props.items():
+            schema = schema or {}
+            kind = plain_type(schema).get("type")
+            lname = param.lower()
+            if lname in PAGING or lname in QUERY_NAMES or lname in GLOB_NAMES or lname in MODIFIERS:
+                continue
+            if lname.startswith("exclude"):
+                continue
+            if kind in ("array", "object") and plan.operation not in ("create", "update"):
+                continue
+            if kind == "array" and (plain_type(schema.get("items") or {})).get("properties"):
+                continue
+            if (
+                plan.operation in ("get", "delete")
+                and not self.key_like(param, entity)
+                and not fresh
+            ):
+                continue
+            if plan.operation == "list":
+                base = self.range_base(param)
+                if base:
+                    spec = field_from_schema(base, schema)
+                    if spec.type == "string":
+                        spec.type = "datetime" if "time" in base or "date" in base else spec.type
+                    entity.add(spec)
+                    continue
+            ref = self.reference(param, schema, plan.entity)
+            if (
+                ref
+                and ref == plan.entity
+                and words(param)[0] in ("base", "parent", "source", "target")
+            ):
+                spec = field_from_schema(param, schema, False)
+                spec.ref = ref
+                entity.add(spec)
+                continue
+            if ref and ref != plan.entity:
+                spec = field_from_schema(
+                    param, schema, param in required and plan.operation == "create"
+                )
+                spec.ref = ref
+                entity.add(spec)
+                self.ensure_referenced(ref, param, schema)
+                continue
+            if self.key_param_of(param, entity) and plan.operation != "create":
+                continue
+            if kind == "array" and plan.operation == "list":
+                continue
+            if plan.operation == "update" and param not in entity.fields:
+                # a field only an update names: kept if the update binds (bind() decides)
+                plan.options.setdefault("pending_fields", {})[param] = schema
+                continue
+            spec = field_from_schema(
+                param, schema, param in required and plan.operation == "create"
+            )
+            entity.add(spec)
+
+    def range_base(self, param: str) -> str:
+        tokens = words(param)
+        if len(tokens) >= 2 and tokens[0] in (
+            "start",
+            "end",
+            "min",
+            "max",
+            "from",
+            "until",
+            "since",
+            "before",
+            "after",
+        ):
+            return "_".join(tokens[1:])
+        if len(tokens) >= 2 and tokens[-1] in (
+            "from",
+            "to",
+            "min",
+            "max",
+            "after",
+            "before",
+            "since",
+        ):
+            return "_".join(tokens[:-1])
+        return ""
+
+    def key_like(self, param: str, entity: EntitySpec) -> bool:
+        return self.key_param_of(param, entity) is not None or param.lower() in KEY_NAMES
+
+    def key_param_of(self, param: str, entity: EntitySpec) -> str | None:
+        """The key column a parameter names for this entity (petId -> id, branch_name -> ...)."""
+        tokens = words(param)
+        ent = words(entity.name)
+        if tokens[: len(ent)] == ent and len(tokens) == len(ent) + 1:
+            suffix = tokens[-1]
+            if suffix in entity.fields:
+                return suffix
+            if suffix in ("id", "key", "code", "path", "name"):
+                return param if param in entity.fields else suffix
+        if param in entity.fields and param == entity.key:
+            return param
+        return None
+
+    def reference(self, param: str, schema: dict, own: str) -> str:
+        tokens = words(param)
+        if len(tokens) >= 2 and tokens[-1] in ("id", "name", "path", "key", "code"):
+            target = singular("_".join(tokens[:-1]))
+            known = target in self.model.entities or tokens[-1] in ("id", "path", "key")
+            if target != own and target and known:
+                return target
+        if (
+            len(tokens) >= 2
+            and tokens[0] in ("base", "parent", "source", "target")
+            and singular("_".join(tokens[1:])) == own
+        ):
+            return own
+        text = str(schema.get("description", "")).lower()
+        match = re.search(
+            r"\b(?:name|id|key) of the ([a-z ]+?)\b(?: where| that| to| from|$|\.)", text
+        )
+        if match:
+            target = entity_name(match.group(1))
+            if target in self.model.entities and target != own:
+                return target
+        return ""
+
+    def ensure_referenced(self, ref: str, param: str, schema: dict) -> None:
+        target = self.model.entity(ref)
+        if f"referenced by {param}" not in target.origins:
+            target.origins.append(f"referenced by {param}")
+        key_name = param if words(param)[-1] not in ("id",) else "id"
+        if not target.key and key_name not in target.fields:
+            spec = field_from_schema(key_name, schema, True)
+            spec.ref = ""
+            target.add(spec)
+            target.key = key_name
+
+    # -- binding parameters to columns --
+    def bind(self, plan: ToolPlan, tool: dict) -> None:
+        entity = self.model.entities[plan.entity]
+        choose_key(entity)
+        pending = plan.options.pop("pending_fields", {})
+        added = [p for p in pending if p not in entity.fields]
+        for param in added:
+            entity.add(field_from_schema(param, pending[param]))
+        self.bind_params(plan, tool, entity)
+        if plan.rejected:
+            for param in added:
+                entity.fields.pop(param, None)
+
+    def bind_params(self, plan: ToolPlan, tool: dict, entity: EntitySpec) -> None:
+        props = plan.parameters.get("properties") or {}
+        required = set(plan.parameters.get("required") or [])
+        if plan.derived_parameters:
+            self.derive_parameters(plan, entity)
+            props = plan.parameters.get("properties") or {}
+            required = set(plan.parameters.get("required") or [])
+        op = plan.operation
+        for param, schema in props.items():
+            role = self.role(plan, entity, param, schema or {})
+            if role is None:
+                if param in required:
+                    plan.reject(
+                        f"semantics cannot be read from the spec: the required parameter "
+                        f"{param!r} has no counterpart in {entity.name} "
+                        f"(fields: {', '.join(n for n, f in entity.fields.items() if not f.hidden)})"
+                    )
+                    return
+                plan.bindings[param] = ["unsupported"]
+                plan.notes.append(f"optional parameter {param!r} is refused when given")
+                continue
+            plan.bindings[param] = role
+        roles = [r[0] for r in plan.bindings.values()]
+        if op in ("get", "list") and "keys" in roles:
+            plan.operation = op = "get_many"
+        if op == "delete" and ("keys" in roles or "items" in roles):
+            plan.operation = op = "batch_delete"
+        if op == "create" and "items" in roles:
+            plan.operation = op = "batch_create"
+        if op in ("create", "update") and "list_items" in roles:
+            plan.operation = op = "append"
+        if op == "delete" and "list_items" in roles:
+            plan.operation = op = "remove"
+        if op == "get" and not props:
+            plan.operation = op = "list"
+        if op in ("get", "update", "delete", "transition") and "key" not in roles:
+            if (
+                op == "get"
+                and "filter" in roles
+                and all(r in ("filter", "unsupported") for r in roles)
+            ):
+                plan.operation = "get_by_fields"
+            else:
+                plan.reject(
+                    f"semantics cannot be read from the spec: {op} needs the {entity.name}'s key "
+                    f"({entity.key or 'none'}) and no parameter gives it"
+                )
+                return
+        if op == "update" and not any(r in ("field",) for r in roles):
+            plan.reject(
+                f"semantics cannot be read from the spec: update of {entity.name} names no field "
+                "to change"
+            )
+            return
+        if op == "create" and plan.operation == "create" and "field" not in roles:
+            plan.reject(
+                f"semantics cannot be read from the spec: create of {entity.name} takes no field"
+            )
+            return
+        plan.output = self.output_shape(plan, tool, entity)
+        if plan.operation == "list" and not any(
+            r[0] in ("filter", "query", "under", "glob", "range_min", "range_max")
+            for r in plan.bindings.values()
+        ):
+            if set(plan.output.get("multi", {})):
+                plan.operation = "dump"
+
+    def role(self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict) -> list | None:
+        lname = param.lower()
+        plain = plain_type(schema)
+        kind = plain.get("type")
+        op = plan.operation
+        key = entity.key
+        if op == "list":
+            if lname in PAGING and kind in ("integer", "number"):
+                return [PAGING[lname]]
+            if lname in QUERY_NAMES and kind in ("string", None):
+                return ["query", entity.text_fields()]
+            if lname in GLOB_NAMES and _path_key(entity):
+                return ["glob", key]
+            if lname.startswith("exclude") and kind == "array" and _path_key(entity):
+                return ["exclude", key]
+        path_params = re.findall(
+            r"\{([^}]+)\}", str((plan.options.get("http") or {}).get("path", ""))
+        )
+        if op in ("get", "update", "delete", "transition") and path_params:
+            if param in path_params:
+                column = self.key_param_of(param, entity) or (
+                    param if param in entity.fields else None
+                )
+                if column:
+                    return ["key", column]
+            elif op == "update" and param in entity.fields:
+                return ["field", param]
+        if op in ("create", "update") and param in entity.fields and param != key:
+            return ["field", param]
+        if kind == "array":
+            items = plain_type(plain.get("items") or {})
+            if items.get("properties"):
+                owner = None
+                if plan.options.get("list_field"):
+                    owner = self.list_field_owner(entity_name(plan.options["list_field"]), items)
+                owner = owner or self.list_field_owner(entity_name(param), items)
+                if (
+                    owner is not None
+                    and owner[0].name == plan.entity
+                    and op in ("create", "update", "delete")
+                ):
+                    _, target, ref, values = owner
+                    return ["list_items", target, ref, values]
+                item_entity = entity_name(param)
+                item_props = set(items.get("properties") or {})
+                fits = len(item_props & set(entity.fields)) * 2 > len(item_props)
+                if (item_entity == plan.entity or fits) and op in ("create", "delete"):
+                    columns = [p for p in (items.get("properties") or {}) if p in entity.fields]
+                    if columns:
+                        return ["items", columns]
+                return None
+            # an array of keys: paths, names, entityNames, petIds
+            singular_param = singular(snake(param))
+            if (
+                key
+                and op in ("get", "list", "delete")
+                and (
+                    singular_param == snake(key)
+                    or singular_param == f"{snake(entity.name)}_{snake(key)}"
+                )
+            ):
+                return ["keys", key]
+            if op in ("create", "update") and param in entity.fields:
+                return ["field", param]
+            if op == "list" and param in entity.fields and entity.fields[param].type != "array":
+                return ["filter_in", param]
+            return None
+        key_column = self.key_param_of(param, entity)
+        if key_column is None and key and param == key:
+            key_column = key
+        if key_column is None and key and lname in KEY_NAMES and lname == key.lower():
+            key_column = key
+        if (
+            key_column is None
+            and op in ("get", "update", "delete", "transition")
+            and param in entity.fields
+            and (
+                lname in KEY_NAMES
+                or "{" + param + "}" in str((plan.options.get("http") or {}).get("path", ""))
+            )
+        ):
+            key_column = param
+        if key_column is not None and key_column in entity.fields:
+            if op == "list" and _path_key(entity):
+                return ["under", key_column]
+            if op == "list":
+                return ["filter", key_column]
+            if op == "create":
+                return ["field", key_column]
+            return ["key", key_column]
+        if op == "list":
+            base = self.range_base(param)
+            if base and base in entity.fields:
+                first = words(param)[0]
+                low = first in ("start", "min", "from", "since", "after") or words(param)[-1] in (
+                    "from",
+                    "min",
+                    "after",
+                    "since",
+                )
+                return ["range_min" if low else "range_max", base]
+        if param in entity.fields:
+            if op in ("create", "update"):
+                return ["field", param]
+            if op in ("list",):
+                return ["filter", param]
+            if op in ("get",):
+                return ["filter", param]
+        return None
+
+    def output_shape(self, plan: ToolPlan, tool: dict, entity: EntitySpec) -> dict:
+        out = tool.get("outputSchema") or {}
+        props = out.get("properties") or {}
+        if not props:
+            return {"mode": "plain"}
+        multi = {}
+        for prop, sub in props.items():
+            items = (sub or {}).get("items") or {}
+            if (sub or {}).get("type") == "array" and items.get("properties"):
+                name = entity_name(prop)
+                if name in self.model.entities:
+                    multi[prop] = name
+        if multi and plan.entity in multi.values():
+            return {"mode": "multi", "multi": multi}
+        if set(props) >= {"success", "message"}:
+            return {"mode": "status"}
+        strings = [p for p, s in props.items() if (s or {}).get("type") == "string"]
+        if len(props) == 1 and strings:
+            prop = strings[0]
+            return {"mode": "text", "prop": prop, "column": prop if prop in entity.fields else ""}
+        arrays = [p for p, s in props.items() if (s or {}).get("type") == "array"]
+        if len(props) == 1 and arrays:
+            item_props = list(((props[arrays[0]] or {}).get("items") or {}).get("properties") or {})
+            return {"mode": "wrap", "prop": arrays[0], "item_props": item_props}
+        return {"mode": "plain"}
+
+    def derive_parameters(self, plan: ToolPlan, entity: EntitySpec) -> None:
+        """A PRD feature has no parameter schema: give it the one its operation needs."""
+        props: dict[str, dict] = {}
+        required: list[str] = []
+        visible = {n: f for n, f in entity.fields.items() if not f.hidden}
+
+        def prop(spec: FieldSpec) -> dict:
+            out: dict[str, Any] = {
+                "type": spec.type if spec.type not in ("date", "datetime") else "string"
+            }
+            if spec.type in ("date", "datetime"):
+                out["format"] = "date" if spec.type == "date" else "date-time"
+            if spec.type == "array":
+                out["items"] = {"type": spec.items or "string"}
+            if spec.enum and spec.type != "array":
+                out["enum"] = list(spec.enum)
+            if spec.type == "object":
+                out = {"type": "object"}
+            out["description"] = spec.description or f"The {entity.name}'s {spec.name}."
+            return out
+
+        op = plan.operation
+        key = entity.key
+        if op in ("get", "delete", "transition", "update") and key:
+            props[key] = prop(entity.fields[key])
+            required.append(key)
+        if op == "update":
+            for name, spec in visible.items():
+                if name != key and spec.type != "object" and entity.state_field() is not spec:
+                    props[name] = prop(spec)
+        if op == "create":
+            for name, spec in visible.items():
+                if spec.type == "object" or (
+                    entity.fields[name].name == key and _integer_key(entity)
+                ):
+                    continue
+                props[name] = prop(spec)
+                if spec.required or name == key:
+                    required.append(name)
+        if op == "list":
+            for name, spec in visible.items():
+                if spec.type in ("string",) and (spec.enum or spec.ref):
+                    props[name] = prop(spec)
+            if entity.text_fields():
+                props["query"] = {
+                    "type": "string",
+                    "description": f"Words to find in the {entity.name}'s "
+                    f"{', '.join(entity.text_fields()[:4])}.",
+                }
+            props["limit"] = {"type": "integer", "description": "Most rows to return (default 20)."}
+        plan.parameters = {"type": "object", "properties": props, "required": required}
+        plan.notes.append("parameters derived from the entity (the PRD gives none)")
+
+
+def _path_key(entity: EntitySpec) -> bool:
+    return bool(entity.key) and (
+        entity.key.lower() == "path" or snake(entity.key).endswith("_path")
+    )
+
+
+def _integer_key(entity: EntitySpec) -> bool:
+    spec = entity.fields.get(entity.key)
+    return spec is not None and spec.type == "integer"
+
+
+def _common_prefix(names: list[str]) -> str:
+    """A prefix most tool names share (`git_`), stripped before reading verbs."""
+    prefixes: dict[str, int] = {}
+    for name in names:
+        head, sep, _ = name.partition("_")
+        if sep:
+            prefixes[head + "_"] = prefixes.get(head + "_", 0) + 1
+    if not prefixes or len(names) < 3:
+        return ""
+    prefix, count = max(prefixes.items(), key=lambda item: item[1])
+    if count >= 0.6 * len(names) and not any(prefix[:-1] in verbs for verbs in VERBS.values()):
+        return prefix
+    return ""
+
+
+def choose_key(entity: EntitySpec) -> None:
+    """The key: a declared one, else id / <entity>_id / path / name ...; else a hidden id."""
+    if entity.key and entity.key in entity.fields:
+        return
+    ent = snake(entity.name)
+    candidates = [n for n, f in entity.fields.items() if f.type in ("integer", "string")]
+    for name in candidates:
+        if snake(name) in (f"{ent}_id", f"{ent}_name", f"{ent}_path", f"{ent}_key"):
+            entity.key = name
+            return
+    for wanted in KEY_NAMES:
+        for name in candidates:
+            if name.lower() == wanted and not entity.fields[name].ref:
+                entity.key = name
+                return
+    entity.key = "id"
+    entity.fields = {"id": FieldSpec("id", "integer", hidden=True), **entity.fields}

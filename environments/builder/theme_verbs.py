@@ -1,0 +1,136 @@
+"""The word tables that tell what a theme tool does and what each of its parameters is.
+
+Operation verbs of tool names and of descriptions, the state each transition verb moves an
+entity to, the words and parameters that mean the outside world (a URL, e-mail, the clock, a
+shell), and the names of key, paging, modifier, query and glob parameters. `theme_plans` reads
+tools with them.
+"""
+
+KEY_NAMES = ("id", "uuid", "path", "key", "code", "slug", "sha", "revision", "name", "username")
+VERBS = {
+    "get": {"get", "read", "show", "open", "retrieve", "describe", "view", "fetch", "load"},
+    "list": {"list", "search", "find", "query", "browse", "filter", "lookup", "display"},
+    "create": {"create", "add", "new", "insert", "register", "write", "post", "make", "place"},
+    "update": {
+        "update",
+        "edit",
+        "modify",
+        "set",
+        "change",
+        "patch",
+        "rename",
+        "replace",
+        "put",
+        "move",
+    },
+    "delete": {"delete", "remove", "drop", "destroy", "purge", "erase", "del"},
+}
+DESCRIPTION_VERBS = {
+    "get": {"get", "gets", "read", "reads", "retrieve", "retrieves", "return", "returns", "open"},
+    "show": {"show", "shows", "display", "displays", "view"},
+    "list": {"list", "lists", "search", "searches", "find", "finds"},
+    "create": {"create", "creates", "add", "adds", "record", "records", "register", "registers"},
+    "update": {"update", "updates", "edit", "edits", "modify", "modifies", "change", "changes"},
+    "delete": {"delete", "deletes", "remove", "removes"},
+}
+# verb -> the state values it moves an entity to (first one the data knows wins)
+TRANSITIONS = {
+    "cancel": ("cancelled", "canceled"),
+    "approve": ("approved",),
+    "reject": ("rejected",),
+    "close": ("closed",),
+    "reopen": ("open", "reopened"),
+    "archive": ("archived",),
+    "complete": ("completed", "complete", "done"),
+    "finish": ("finished", "done", "completed"),
+    "activate": ("active", "activated"),
+    "deactivate": ("inactive", "deactivated"),
+    "publish": ("published",),
+    "ship": ("shipped",),
+    "deliver": ("delivered",),
+    "confirm": ("confirmed",),
+    "start": ("started", "in_progress", "active"),
+    "pause": ("paused",),
+    "resume": ("active", "resumed"),
+    "lock": ("locked",),
+    "unlock": ("unlocked",),
+    "borrow": ("borrowed", "on_loan", "loaned", "checked_out"),
+    "lend": ("borrowed", "on_loan", "loaned", "checked_out"),
+    "return": ("returned", "available"),
+    "checkout": ("checked_out", "borrowed"),
+    "sell": ("sold",),
+    "reserve": ("reserved",),
+    "block": ("blocked",),
+    "suspend": ("suspended",),
+    "resolve": ("resolved",),
+    "assign": ("assigned",),
+    "pay": ("paid",),
+    "refund": ("refunded",),
+    "fulfill": ("fulfilled",),
+    "adopt": ("adopted",),
+    "renew": ("renewed",),
+    "retire": ("retired",),
+    "escalate": ("escalated",),
+}
+OUTSIDE_PARAMS = {"url", "uri", "urls", "endpoint", "webhook", "link", "href", "website"}
+OUTSIDE_WORDS = {
+    "email": "sends e-mail",
+    "emails": "sends e-mail",
+    "mail": "sends e-mail",
+    "sms": "sends text messages",
+    "notify": "notifies people outside the environment",
+    "notification": "notifies people outside the environment",
+    "reminder": "notifies people outside the environment",
+    "reminders": "notifies people outside the environment",
+    "webpage": "reads the web",
+    "web": "reads the web",
+    "internet": "reads the web",
+    "download": "downloads from the network",
+    "http": "calls the network",
+    "shell": "runs shell commands",
+    "execute": "runs commands",
+    "command": "runs commands",
+    "login": "opens an authentication session, which no database row holds",
+    "logout": "closes an authentication session, which no database row holds",
+    "signin": "opens an authentication session, which no database row holds",
+    "auth": "authenticates against the outside world",
+    "token": "issues credentials",
+    "upload": "takes a binary file upload, which no JSON argument carries",
+}
+CLOCK_WORDS = {"current", "now", "today"}
+PAGING = {
+    "limit": "limit",
+    "max_count": "limit",
+    "maxcount": "limit",
+    "max_results": "limit",
+    "maxresults": "limit",
+    "page_size": "limit",
+    "pagesize": "limit",
+    "top": "limit",
+    "count": "limit",
+    "offset": "offset",
+    "skip": "offset",
+    "start": "offset",
+}
+MODIFIERS = {
+    "dryrun",
+    "dry_run",
+    "preview",
+    "verbose",
+    "force",
+    "sortby",
+    "sort_by",
+    "order",
+    "order_by",
+    "orderby",
+    "ascending",
+    "descending",
+    "format",
+    "encoding",
+    "pretty",
+    "context_lines",
+    "contextlines",
+    "depth",
+}
+QUERY_NAMES = {"query", "q", "search", "keyword", "keywords", "text", "term"}
+GLOB_NAMES = {"pattern", "glob"}
