@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from aw_site.models import Job
-from environments.builder import publish, stages
+from environments.builder import stages
 from environments.models import Environment
 from tests.support.worker import celery_worker, redis_available, wait_for
 
@@ -186,13 +186,13 @@ def test_viewers_cannot_build(viewer_api, storage):
 def test_a_build_failing_at_publish_leaves_a_rejected_row_and_nothing_else(
     reviewer_api, storage, monkeypatch
 ):
-    real_publish = publish.publish_package
+    real_publish = stages.publish_package
 
     def publish_then_break(root, spec, *args, **kwargs):
         real_publish(root, spec, *args, **kwargs)  # the package is on disk ...
         raise OSError("disk full")  # ... but the stage fails before it is recorded
 
-    monkeypatch.setattr(publish, "publish_package", publish_then_break)
+    monkeypatch.setattr(stages, "publish_package", publish_then_break)
     response = upload(reviewer_api, "books.csv", BOOKS_CSV)
     assert response.status_code == 202, response.content
     job = finished(response.json()["id"])

@@ -9,7 +9,7 @@ import pytest
 
 from environments.builder.publish import publish_package
 from environments.builder.request import CategoryPath, EnvironmentSpec
-from environments.builder.stages import VerifyResult
+from environments.builder.stage_results import VerifyResult
 from environments.discovery.code_safety import UnsafeCode, check_tool_source
 from environments.discovery.complexify import complexify
 from environments.discovery.sources import mine_sources, read_provenance

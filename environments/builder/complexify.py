@@ -20,17 +20,8 @@ from environments.discovery.sources.base import restore_provenance
 
 from .pipeline import design_tools
 from .request import EnvironmentSpec
-from .stages import (
-    BuildOutcome,
-    IngestResult,
-    OriginStages,
-    Progress,
-    StageCallback,
-    ToolsResult,
-    database_facts,
-    quiet,
-    run_stages,
-)
+from .stage_results import BuildOutcome, IngestResult, Progress, ToolsResult, quiet
+from .stages import OriginStages, StageCallback, database_facts, run_stages
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,12 @@ from environments.discovery.sources import mine_sources, read_provenance
 from environments.discovery.tool_generator import ToolSet, generate_tools
 
 from .request import BuildRequest, EnvironmentSpec
+from .stage_results import BuildOutcome, IngestResult, Progress, ToolsResult, quiet
 from .stages import (
-    BuildOutcome,
-    IngestResult,
     OriginStages,
-    Progress,
     StageCallback,
     StageRefused,
-    ToolsResult,
     database_facts,
-    quiet,
     run_stages,
     tool_kinds,
 )

@@ -17,7 +17,7 @@ from environments.discovery.sources import read_provenance
 from environments.discovery.sources.base import PROVENANCE_TABLE
 
 from .request import CategoryPath, EnvironmentSpec
-from .stages import Progress, PublishResult, VerifyResult, quiet
+from .stage_results import Progress, PublishResult, VerifyResult, quiet
 
 
 def publish_package(

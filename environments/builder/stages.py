@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,9 +21,18 @@ from environments.discovery.schema import read_schema
 from environments.discovery.tool_generator import ToolSet
 from environments.discovery.verification import verify_tools
 
+from .publish import publish_package
 from .request import CategoryPath, EnvironmentSpec
+from .stage_results import (
+    BuildOutcome,
+    IngestResult,
+    Progress,
+    SchemaResult,
+    ToolsResult,
+    VerifyResult,
+    quiet,
+)
 
-Progress = Callable[[float, str], None]
 StageCallback = Callable[[str, dict[str, Any]], None]
 STAGES = ("ingest", "schema", "tools", "verify", "publish")
 # The share of a build's progress bar each stage covers.
@@ -36,11 +44,6 @@ STAGE_SPANS = {
     "publish": (0.9, 0.97),
 }
 T = TypeVar("T")
-
-
-def quiet(fraction: float, message: str = "") -> None:
-    """A progress callback that reports nothing (bulk builds, tests)."""
-    return None
 
 
 class BuildFailed(Exception):
@@ -69,52 +72,6 @@ class StageRefused(Exception):
         self.reason = reason
         self.facts = facts
         super().__init__(reason)
-
-
-# --- what is built, and what each stage hands to the next ----------------------------------
-
-
-@dataclass
-class IngestResult:
-    db_path: Path
-    provenance: list[dict[str, Any]]
-    facts: dict[str, Any]  # the ingest yield
-
-
-@dataclass
-class SchemaResult:
-    category: CategoryPath
-    facts: dict[str, Any]
-
-
-@dataclass
-class ToolsResult:
-    toolset: ToolSet  # the origin's own tools (schema tools, theme tools)
-    llm_toolset: ToolSet | None  # the LLM's tools, when one was asked
-    facts: dict[str, Any]
-
-
-@dataclass
-class VerifyResult:
-    report: dict[str, Any]  # the verification report as stored on the environment
-    explanation: str
-    kept: ToolSet  # the verified tools, in publishing order
-    rejected_tools: list[dict[str, str]] | None = None  # origins that list why tools fell
-
-
-@dataclass
-class PublishResult:
-    path: str
-    version: int
-
-
-@dataclass
-class BuildOutcome:
-    path: str
-    report: dict[str, Any]
-    explanation: str
-    category: dict[str, str]
-    build_yield: dict[str, Any] = field(default_factory=dict)
 
 
 class OriginStages(ABC):
@@ -209,8 +166,6 @@ def run_stages(
 ) -> BuildOutcome:
     """The five stages for one origin. Raises BuildFailed naming the stage that failed;
     `on_stage(stage, build_yield)` is called after each stage with the yield so far."""
-    from .publish import publish_package
-
     runner = StageRunner(progress, on_stage, origin.summary)
     spec = origin.spec
 

@@ -31,17 +31,12 @@ from typing import Any
 from environments.discovery.sources import mine_sources
 
 from .request import BuildRequest, CategoryPath, builtin_source
+from .stage_results import BuildOutcome, IngestResult, Progress, ToolsResult, VerifyResult, quiet
 from .stages import (
-    BuildOutcome,
-    IngestResult,
     OriginStages,
-    Progress,
     StageCallback,
     StageRefused,
-    ToolsResult,
-    VerifyResult,
     database_facts,
-    quiet,
     run_stages,
     tool_kinds,
 )

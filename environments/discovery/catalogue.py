@@ -21,7 +21,8 @@ from typing import Any
 
 from environments.builder.pipeline import run_pipeline
 from environments.builder.request import BuildRequest, builtin_sources
-from environments.builder.stages import BuildFailed, Progress
+from environments.builder.stage_results import Progress
+from environments.builder.stages import BuildFailed
 
 
 def _quiet(fraction: float, message: str) -> None:
