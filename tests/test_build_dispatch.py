@@ -73,6 +73,15 @@ def test_a_submission_becomes_a_typed_request(storage):
     assert bulk == CatalogueRequest(("iris", "wheat"), 2)
     with pytest.raises(BuildRequestError, match="at most 60 characters"):
         request_from_submission({"source": "iris", "name": "n" * 61}, {})
+    with pytest.raises(BuildRequestError, match="give the build as a JSON object"):
+        request_from_submission([None, None], {})  # a JSON body that is a list
+
+
+@pytest.mark.django_db
+def test_a_build_body_that_is_not_an_object_is_refused_in_words(reviewer_api):
+    response = reviewer_api.post(URL, [None, None], format="json")
+    assert response.status_code == 400
+    assert "give the build as a JSON object" in response.json()["error"]
 
 
 def test_a_queued_request_comes_back_as_it_was_validated():

@@ -29,6 +29,7 @@ MAX_BULK_SOURCES = 200
 
 TWO_ORIGINS = "give a built-in source, a theme or an MCP server, not two"
 SOURCE_AND_FILE = "give a built-in source or a file, not both"
+NOT_AN_OBJECT = 'give the build as a JSON object (or a form), e.g. {"source": "airports"}'
 NO_ORIGIN = (
     "no file: send the file in the field 'file', or name a built-in source, a theme or an MCP "
     "server"
@@ -47,6 +48,8 @@ def request_from_submission(
     data: Mapping[str, Any], files: Mapping[str, Any] | None, user: Any = None
 ) -> BuildRequest | CatalogueRequest:
     """The validated request a submission asks for; BuildRequestError says what is wrong."""
+    if not isinstance(data, Mapping):
+        raise BuildRequestError(NOT_AN_OBJECT)
     upload = (files or {}).get("file")
     if upload is None and "sources" in data and not data.get("source"):
         return catalogue_from_submission(data)
