@@ -13,7 +13,7 @@ from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404, render
 
 from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
-from aw_site.console import console_page, page_of, pretty_json
+from aw_site.console import console_page, page_of, pretty_json, whole_number
 from environments.models import Environment
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
 from training.models import Trajectory
@@ -22,13 +22,6 @@ from training.trajectory_privacy import redact_steps, redacted_fields, redaction
 
 TRAJECTORIES_PER_PAGE = 40
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value or "")
-    except ValueError:
-        return None
 
 
 @console_page
@@ -42,7 +35,7 @@ def trajectory_list(request):
     elif outcome == "succeeded":
         trajectories = trajectories.filter(success=True)
     filters["outcome"] = outcome
-    environment = _int(request.GET.get("environment"))
+    environment = whole_number(request.GET.get("environment"))
     if environment is not None:
         trajectories = trajectories.filter(environment_id=environment)
     filters["environment"] = environment
@@ -51,7 +44,7 @@ def trajectory_list(request):
         labelled = FailureLabel.objects.filter(trajectory=OuterRef("pk"), label=label)
         trajectories = trajectories.filter(Exists(labelled))
     filters["label"] = label
-    round_number = _int(request.GET.get("round"))
+    round_number = whole_number(request.GET.get("round"))
     if round_number is not None:
         evaluated = ArenaEvaluation.trajectories.through.objects.filter(
             trajectory_id=OuterRef("pk"), arenaevaluation__round__number=round_number

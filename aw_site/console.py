@@ -44,3 +44,11 @@ def pretty_json(value: Any, sort_keys: bool = False) -> str:
     if value in (None, "", {}, []):
         return ""
     return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=False, default=str)
+
+
+def whole_number(value: str | None) -> int | None:
+    """A query or form value read as an integer id or number; None when it is not one."""
+    try:
+        return int(value or "")
+    except ValueError:
+        return None

@@ -12,20 +12,13 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
-from aw_site.console import console_action, console_page, page_of, pretty_json
+from aw_site.console import console_action, console_page, page_of, pretty_json, whole_number
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Environment
 from training.models import Policy, TrainingMetric, TrainingRun
 from training.training_set import training_set_summary
 
 METRIC_POLL = "every 2s"
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value or "")
-    except ValueError:
-        return None
 
 
 @console_page
@@ -204,10 +197,12 @@ def training_run_new(request):
     chosen = request.POST.getlist("environments")
     values["environments"] = chosen
     errors: dict[str, str] = {}
-    policy = Policy.objects.filter(pk=_int(request.POST.get("base_policy"))).first()
+    policy = Policy.objects.filter(pk=whole_number(request.POST.get("base_policy"))).first()
     if policy is None:
         errors["base_policy"] = "choose the policy to train"
-    environments = list(Environment.objects.filter(pk__in=[_int(e) for e in chosen if _int(e)]))
+    environments = list(
+        Environment.objects.filter(pk__in=[whole_number(e) for e in chosen if whole_number(e)])
+    )
     try:
         options = RunOptions.model_validate(options).model_dump(include=set(options))
     except ValidationError as exc:
