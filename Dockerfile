@@ -14,6 +14,7 @@ COPY aw_site aw_site
 COPY environments environments
 COPY tasks tasks
 COPY training training
+COPY serving serving
 COPY arena arena
 # CPU torch by default; GPU images pass --build-arg TORCH_SPEC="torch==2.13.0" with a CUDA index.
 ARG TORCH_SPEC="torch==2.13.0"

@@ -31,7 +31,7 @@ from arena.error_taxonomy import (
     WRONG_STATE_UPDATE,
     label_failure,
 )
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Trajectory
 from training.policies import fault_plans as faults

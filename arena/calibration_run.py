@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.calibration import Calibration, CalibrationEpisode, calibrate, episode_of
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.environment_view import package_manifest
 from tasks.synthesis.task_spec import TaskSpec
 from training.policies.fault_injection import FaultInjectionPolicy
@@ -79,7 +79,7 @@ def play_faults(
             episode = episode_of(
                 trajectory,
                 task,
-                RewardBreakdown.from_dict(trajectory.reward or {}),
+                trajectory.reward or RewardBreakdown.from_dict({}),
                 tool_kinds.get(task.environment),
             )
             if episode is not None:

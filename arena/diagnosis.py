@@ -26,7 +26,7 @@ from arena.error_taxonomy import (
     required_tools,
     write_count,
 )
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Trajectory
 

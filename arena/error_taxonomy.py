@@ -14,7 +14,7 @@ from typing import Any
 
 from tasks.gold_results import canonical_value
 from tasks.gold_tools import tools_called_in_solution
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.state_changes import compare_diffs, row_pairs
 from tasks.step_comparison import DIFFERS, StepComparison, compare_steps
 from tasks.synthesis.task_spec import TaskSpec

@@ -36,7 +36,7 @@ from environments.runtime import SandboxPool
 from environments.versions import current_version, current_versions
 from tasks.models import Task
 from tasks.records import spec_from_task
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.service import fresh_arena_tasks, synthesize_tasks
 from training.models import TrainingRun, TrainingTask
 from training.service import evaluate_tasks, record_trajectory

@@ -39,7 +39,7 @@ from aw_site.stats import wilson_interval  # noqa: E402
 from benchmarks.starter_packages import starter_packages  # noqa: E402
 from environments.runtime import SandboxPool, load_package  # noqa: E402
 from tasks.gold_tools import gold_tools  # noqa: E402
-from tasks.reward import RewardBreakdown  # noqa: E402
+from tasks.reward_breakdown import RewardBreakdown  # noqa: E402
 from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer  # noqa: E402
 from training.grpo.config import TrainingConfig  # noqa: E402
 from training.grpo.trainer import run_training  # noqa: E402
@@ -73,7 +73,7 @@ def signals(task, trajectory) -> dict[str, bool]:
     calls = [s for s in trajectory.steps if s.tool_call is not None]
     needed = set(gold_tools(task))
     return {
-        "success": bool(trajectory.reward and trajectory.reward.get("success")),
+        "success": trajectory.reward is not None and trajectory.reward.success,
         "valid_call": any(s.error_kind is None for s in calls),
         "needed_tool": any(s.error_kind is None and s.tool_call.name in needed for s in calls),
     }
@@ -197,7 +197,7 @@ def main() -> int:
             EvaluatedEpisode(
                 trajectory=trajectory,
                 task=task,
-                reward=RewardBreakdown.from_dict(trajectory.reward or {}),
+                reward=trajectory.reward or RewardBreakdown.from_dict({}),
                 environment=task.environment,
                 category=packages[task.environment].manifest.get("category", {}),
                 tool_kinds=packages[task.environment].manifest.get("tool_kinds", {}),

@@ -21,7 +21,7 @@ from tasks.agent_view import (
     tool_message,
 )
 from tasks.answer_contract import SUBMIT_ANSWER, task_contract
-from tasks.reward import RewardBreakdown
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec, as_task
 from tasks.trajectory import Trajectory
 

@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.reward_breakdown import RewardBreakdown
+
 FINISHED_REASONS = ("answer", "step_budget", "format_error", "policy_error", "token_budget")
 
 
@@ -78,7 +80,7 @@ class Trajectory:
     tokens_in: int = 0
     tokens_out: int = 0
     duration_ms: float = 0.0
-    reward: dict[str, Any] | None = None  # RewardBreakdown.to_dict()
+    reward: RewardBreakdown | None = None  # set once the run is scored
     verification: dict[str, Any] | None = None  # a programmatic task's verify() verdict
     metadata: dict[str, Any] = field(default_factory=dict)  # what the policy says of its run
 
@@ -102,10 +104,14 @@ class Trajectory:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["reward"] = self.reward.to_dict() if self.reward is not None else None
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
         steps = [Step.from_dict(step) for step in data.get("steps", [])]
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "steps"}
+        if known.get("reward") is not None:
+            known["reward"] = RewardBreakdown.from_dict(known["reward"])
         return cls(steps=steps, **known)

@@ -9,7 +9,7 @@ import pytest
 
 from arena.diagnosis import EvaluatedEpisode, diagnose, diagnose_episode, is_success
 from arena.error_taxonomy import ERROR_LABELS, compare_state_diffs, label_failure
-from tasks.reward import RewardBreakdown, RewardComponent
+from tasks.reward_breakdown import RewardBreakdown, RewardComponent
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Step, ToolCall, Trajectory
 

@@ -6,7 +6,7 @@ import pytest
 
 from arena.diagnosis import EvaluatedEpisode
 from arena.scoreboard import EpisodeResult, Scoreboard, build_scoreboard, compare
-from tasks.reward import RewardBreakdown, RewardComponent
+from tasks.reward_breakdown import RewardBreakdown, RewardComponent
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Trajectory
 

@@ -224,7 +224,7 @@ def test_an_endpoint_that_fails_fails_the_evaluation_with_its_message(tmp_path, 
             policy.base_url = server.base_url
             [(_, trajectory)] = evaluate_tasks(policy, [task], pool)
         assert trajectory.finished_reason == "policy_error"
-        assert not trajectory.reward["success"]
+        assert not trajectory.reward.success
 
 
 @job("tests.classify_theme")

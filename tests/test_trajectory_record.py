@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tasks.reward import RewardBreakdown, score
+from tasks.reward import score
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Step, ToolCall, Trajectory
 from tests.support import factories

@@ -53,6 +53,6 @@ def policy_batch_solver(policy_id: int | None, package: Any, pool: Any):
             ),
         )
         score_trajectories(specs, trajectories)
-        return [bool((t.reward or {}).get("success")) for t in trajectories]
+        return [t.reward is not None and t.reward.success for t in trajectories]
 
     return solve

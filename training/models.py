@@ -11,6 +11,7 @@ from django.utils import timezone
 from aw_site.models import Job
 from environments.models import Environment
 from tasks.models import Task
+from tasks.reward_breakdown import RewardBreakdown
 from tasks.trajectory import Step as StepRecord
 from tasks.trajectory import ToolCall
 from tasks.trajectory import Trajectory as TrajectoryRecord
@@ -210,7 +211,7 @@ class Trajectory(models.Model):
             state_diff=self.state_diff,
             finished_reason=self.finished_reason,
             duration_ms=self.duration_ms,
-            reward=self.reward,
+            reward=RewardBreakdown.from_dict(self.reward) if self.reward else None,
             metadata=self.metadata,
         )
 

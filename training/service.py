@@ -181,7 +181,7 @@ def record_trajectory(
     training_run: TrainingRun | None = None,
 ) -> Trajectory:
     """Store a trajectory record with its ordered steps (``Trajectory.to_record`` reads it back)."""
-    reward = trajectory.reward or {}
+    reward = trajectory.reward
     steps = trajectory.steps
     row = Trajectory.objects.create(
         task=task,
@@ -192,9 +192,9 @@ def record_trajectory(
         final_state_hash=trajectory.final_state_hash or "",
         state_diff=trajectory.state_diff or {},
         finished_reason=trajectory.finished_reason,
-        reward=reward,
-        total_reward=float(reward.get("total", 0.0)),
-        success=bool(reward.get("success", False)),
+        reward=reward.to_dict() if reward is not None else {},
+        total_reward=reward.total if reward is not None else 0.0,
+        success=reward is not None and reward.success,
         step_count=len(steps),
         tokens=(trajectory.tokens_in or 0) + (trajectory.tokens_out or 0),
         duration_ms=trajectory.duration_ms or 0.0,

@@ -131,7 +131,7 @@ class AgentWorldRollouts:
         rewards, successes = [], []
         for task_id, trajectory in zip(chosen, trajectories, strict=True):
             breakdown = score(self.tasks[task_id], trajectory)
-            trajectory.reward = breakdown.to_dict()
+            trajectory.reward = breakdown
             rewards.append(breakdown.total)
             successes.append(1.0 if breakdown.success else 0.0)
         self._update_learnability(chosen, rewards, trainer)

@@ -317,7 +317,7 @@ def run_training(
         gold = rollout_many(GoldChainPolicy(tasks), tasks, packages, concurrency=4, pool=pool)
         gold_summary = score_trajectories(tasks, gold)
         emit_metrics(0, {"phase": "gold", **gold_summary}, on_metrics, metrics_path)
-        good = [t for t in gold if t.reward and t.reward["success"]]
+        good = [t for t in gold if t.reward is not None and t.reward.success]
 
         # Under `accelerate launch` only the main process builds and evaluates; the others wait
         # and then load the same directories. SFT runs on every process (SFTTrainer shards the

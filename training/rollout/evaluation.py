@@ -18,7 +18,7 @@ def score_trajectories(tasks: Sequence[Any], trajectories: Sequence[Trajectory])
     totals, successes = [], []
     for task, trajectory in zip(tasks, trajectories, strict=True):
         breakdown = score(task, trajectory)
-        trajectory.reward = breakdown.to_dict()
+        trajectory.reward = breakdown
         totals.append(breakdown.total)
         successes.append(breakdown.success)
     count = len(totals)
