@@ -3,13 +3,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
+from drf_spectacular.views import SpectacularAPIView
 
 from aw_site import api_urls
+from aw_site.api_docs import ApiDocsView, ApiReferenceView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -21,18 +18,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # The docs are console pages: Swagger UI and ReDoc from our static files, under the nav.
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(
-            url_name="api-schema", template_name="aw_site/api_docs.html"
-        ),
-        name="api-docs",
-    ),
-    path(
-        "api/redoc/",
-        SpectacularRedocView.as_view(url_name="api-schema", template_name="aw_site/api_redoc.html"),
-        name="api-redoc",
-    ),
+    path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", ApiReferenceView.as_view(url_name="api-schema"), name="api-redoc"),
     path("", include("aw_site.console_urls")),
 ]

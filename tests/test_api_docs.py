@@ -77,3 +77,9 @@ def test_anonymous_visitor_gets_the_docs_exactly_when_they_get_the_schema(client
     schema = client.get("/api/schema/")
     docs = client.get(path)
     assert docs.status_code == schema.status_code
+
+
+def test_docs_pages_are_not_operations_of_the_schema(viewer, client):
+    client.force_login(viewer)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert not {"/api/docs/", "/api/redoc/"} & set(schema["paths"])
