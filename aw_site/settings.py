@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "aw_site",
     "environments",
@@ -186,6 +187,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Environments, tasks, training runs and evolution rounds of Agent-World.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs pages load Swagger UI and ReDoc from our own static files (drf-spectacular-sidecar),
+    # never a CDN, so they work offline. No validator badge: it would call validator.swagger.io.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # ReDoc's sticky menu sits below the console's top bar.
+    "REDOC_UI_SETTINGS": {"scrollYOffset": "header.topbar"},
 }
 
 LOGGING = {
