@@ -156,14 +156,11 @@ def _source(phase: str, step: int) -> str:
     return f"{name} step {step}" if phase in ("grpo", "sft_step") else name
 
 
-def run_cards(run: TrainingRun, rows: list[tuple[str, int, Any]] | None = None) -> list[Card]:
-    """The cards of ``run``; ``rows`` are its (phase, step, values) in the order stored."""
-    if rows is None:
-        rows = list(
-            TrainingMetric.objects.filter(run=run)
-            .order_by("id")
-            .values_list("phase", "step", "values")
-        )
+def run_cards(run: TrainingRun) -> list[Card]:
+    """The cards of ``run``, from its metric rows in the order they were stored."""
+    rows = (
+        TrainingMetric.objects.filter(run=run).order_by("id").values_list("phase", "step", "values")
+    )
     newest: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for phase, step, values in rows:
         if isinstance(values, dict):
