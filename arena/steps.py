@@ -11,12 +11,13 @@ train:    a training run of the round's policy; its output is the next round's p
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from arena.diagnosis import EvaluatedEpisode
+from arena.diagnosis import EvaluatedEpisode, FailureDiagnosis
 from arena.diagnosis import diagnose as diagnose_episodes
 from arena.lineage import is_calibration_round, previous_evaluation
 from arena.models import (
@@ -160,6 +161,12 @@ def evaluated_episodes(evaluation: ArenaEvaluation) -> list[EvaluatedEpisode]:
     return episodes
 
 
+def episodes_by_label(failures: list[FailureDiagnosis]) -> dict[str, int]:
+    """How many failed episodes carry each label (once per episode, however often labelled)."""
+    counts: Counter[str] = Counter(kind for failure in failures for kind in set(failure.kinds))
+    return dict(counts)
+
+
 def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
     evaluation = round_evaluation(evolution_round)
     episodes = evaluated_episodes(evaluation)
@@ -174,6 +181,11 @@ def diagnose(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]
             evaluation=evaluation,
             distribution={
                 "by_label": data["label_counts"],
+                # A failed episode can carry several labels: the round page gives each label's
+                # share of labels and how many failed episodes had it, out of how many.
+                "episodes_by_label": episodes_by_label(summary.failures),
+                "failed_episodes": data["failure_count"],
+                "episodes": data["episodes"],
                 "by_environment": data["by_environment"],
                 "by_category": data["by_category"],
             },

@@ -143,8 +143,10 @@ def score_rows(
 
 
 def label_mix(report: DiagnosisReport | None, later: DiagnosisReport | None) -> list[dict]:
-    """Each error label's share of labelled failures in this round and in the next one (the
-    policy this round trained), so a reviewer sees which failures the round's training moved."""
+    """Each error label's share of all labels in this round and in the next one (the policy
+    this round trained), so a reviewer sees which failures the round's training moved; and how
+    many of this round's failed episodes carried it, out of how many (a failed episode can carry
+    several labels, so a label on every failure may still be 42% of the labels)."""
 
     def shares(which: DiagnosisReport | None) -> dict[str, float]:
         counts = (which.distribution or {}).get("by_label") if which else None
@@ -153,10 +155,34 @@ def label_mix(report: DiagnosisReport | None, later: DiagnosisReport | None) -> 
         return {k: v / total for k, v in counts.items()} if total else {}
 
     before, after = shares(report), shares(later)
+    episodes, failed = failed_episodes_by_label(report)
     return [
-        {"label": label, "before": before.get(label), "after": after.get(label) if later else None}
+        {
+            "label": label,
+            "before": before.get(label),
+            "after": after.get(label) if later else None,
+            "episodes": episodes.get(label, 0) if failed else None,
+            "failed": failed,
+        }
         for label in sorted(set(before) | set(after), key=lambda k: -before.get(k, 0.0))
     ]
+
+
+def failed_episodes_by_label(report: DiagnosisReport | None) -> tuple[dict[str, int], int]:
+    """({label: failed episodes with it}, failed episodes): as the diagnosis stored them, else
+    counted from its labelled trajectories (reports made before it stored them); ({}, 0) when
+    neither is known."""
+    if report is None:
+        return {}, 0
+    distribution = report.distribution if isinstance(report.distribution, dict) else {}
+    stored, failed = distribution.get("episodes_by_label"), distribution.get("failed_episodes")
+    if isinstance(stored, dict) and isinstance(failed, int):
+        return {k: int(v) for k, v in stored.items() if isinstance(v, int | float)}, failed
+    labels = report.labels.order_by()
+    counted = dict(
+        labels.values_list("label").annotate(n=Count("trajectory", distinct=True)).order_by()
+    )
+    return counted, labels.values("trajectory").distinct().count()
 
 
 def proposal_effects(

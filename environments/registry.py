@@ -38,13 +38,38 @@ def category_for(manifest: dict[str, Any]) -> Category | None:
 
 
 def tool_results(verification: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Per-tool verification results, whichever report shape produced them."""
+    """Per-tool verification results, whichever report shape produced them: the verify stage's
+    report (`VerificationReport.as_dict`: a "verdicts" list, one per tool and origin, of which
+    the verified one is the tool published), or a {"tools": {name: result}} mapping."""
     if not verification:
         return {}
+    verdicts = verification.get("verdicts")
+    if isinstance(verdicts, list):
+        chosen: dict[str, dict[str, Any]] = {}
+        for verdict in verdicts:
+            if not isinstance(verdict, dict) or "name" not in verdict:
+                continue
+            held = chosen.get(verdict["name"])
+            if held is None or (verdict.get("verified") and not held.get("verified")):
+                chosen[verdict["name"]] = verdict
+        return chosen
     tools = verification.get("tools", verification)
     if isinstance(tools, list):
         return {item["name"]: item for item in tools if isinstance(item, dict) and "name" in item}
     return {name: value for name, value in tools.items() if isinstance(value, dict)}
+
+
+def failed_test_names(result: dict[str, Any]) -> set[str]:
+    """The tests a tool's verification result failed: its named failed tests, else the names
+    its error lines start with ("test_x__y: AssertionError ...")."""
+    named = result.get("failed_tests")
+    if isinstance(named, list):
+        return {str(name) for name in named}
+    return {
+        error.split(":", 1)[0].strip()
+        for error in result.get("errors", [])
+        if isinstance(error, str)
+    }
 
 
 @transaction.atomic
@@ -110,18 +135,17 @@ def record_package(
         )
     Tool.objects.bulk_create(tools)
     by_name = {tool.name: tool for tool in environment.tools.all()}
-    failed_tests = {
-        error.split(":", 1)[0].strip()
-        for result in results.values()
-        for error in result.get("errors", [])
-        if isinstance(error, str)
-    }
     tests = [
         ToolTest(
             tool=by_name[tool_name],
             name=test_name,
             source=test_sources.get(test_name, ""),
-            passed=test_name not in failed_tests if results else None,
+            # None: no verification result names this tool, so no outcome is known.
+            passed=(
+                test_name not in failed_test_names(results[tool_name])
+                if tool_name in results
+                else None
+            ),
         )
         for tool_name, test_names in package.tool_tests.items()
         if tool_name in by_name

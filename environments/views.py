@@ -386,15 +386,16 @@ def _missing_package_message(environment: Environment) -> str:
 
 
 def _tools(request, environment: Environment) -> dict[str, Any]:
+    from environments.tool_checks import environment_tool_checks
+
     tools = list(Tool.objects.filter(environment=environment).prefetch_related("tests"))
+    checks = environment_tool_checks(environment, tools)
     for tool in tools:
         tool.schema_json = pretty_json(tool.schema, sort_keys=True)
         tool.verification_json = (
             pretty_json(tool.verification, sort_keys=True) if tool.verification else ""
         )
-        tests = list(tool.tests.all())
-        tool.passed_tests = sum(1 for t in tests if t.passed)
-        tool.test_list = tests
+        tool.checks = checks[tool.pk]  # what verification ran, from whichever record knows
     return {"tools": tools}
 
 

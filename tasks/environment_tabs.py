@@ -95,6 +95,9 @@ def tasks_tab(request, environment: Environment) -> dict[str, Any]:
         "audit": {
             "audited": audited,
             "kept": int(audit.get("kept") or 0),
+            # Every synthesis run adds to the audit; a kept task is stored once (duplicates of a
+            # stored task and those past the number asked for are not), so the two differ.
+            "stored": environment.task_count,  # the number the page header shows
             "kept_percent": round(100 * int(audit.get("kept") or 0) / audited) if audited else 0,
             "discarded": [
                 {"check": name, "count": count, "percent": round(100 * count / audited)}

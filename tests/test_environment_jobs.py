@@ -10,7 +10,7 @@ from django.db import transaction
 
 from aw_site.jobs import enqueue
 from aw_site.models import Job
-from environments.models import Environment, Theme, Tool
+from environments.models import Environment, Theme, Tool, ToolTest
 from tests.support.worker import celery_worker, redis_available, wait_for
 
 THEMES = Path(__file__).resolve().parents[1] / "environments" / "data" / "themes"
@@ -42,6 +42,9 @@ def test_build_environment_job_records_a_verified_version(storage):
     assert Path(environment.package_path).is_relative_to(storage)
     tool = environment.tools.filter(kind="write").first()
     assert tool is not None and tool.source.startswith("def ") and tool.tests.exists()
+    # The verify stage's outcomes reach every tool and test (the Tools tab shows them).
+    assert tool.verification["passed"] >= 1 and tool.test_accuracy is not None
+    assert not ToolTest.objects.filter(tool__environment=environment, passed=None).exists()
     assert "Science" in job.log_tail or "published" in job.message
     again = run_job("environments.build_environment", {"source": "elements"})
     assert again.state == "succeeded"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import PurePath
 
 from django.db import models
 from django.utils import timezone
@@ -149,6 +150,24 @@ class Checkpoint(models.Model):
 
     class Meta:
         ordering = ["policy", "step"]
+
+    @property
+    def name(self) -> str:
+        """The checkpoint's directory name ("sft", "checkpoint-40", "final"): what a viewer sees;
+        the server path stays for reviewers."""
+        return PurePath(self.path).name or f"checkpoint {self.step}"
+
+    @property
+    def label(self) -> str:
+        """What the checkpoint is, in words: after SFT, a GRPO step, the final model."""
+        name = self.name
+        if name == "sft":
+            return "after the SFT warm-up"
+        if name == "final":
+            return "final model"
+        if name.startswith("checkpoint-") and name[len("checkpoint-") :].isdigit():
+            return f"GRPO step {name[len('checkpoint-') :]}"
+        return f"checkpoint {self.step + 1}"
 
 
 class Trajectory(models.Model):

@@ -16,6 +16,7 @@ from aw_site.console import console_action, console_page, page_of, pretty_json, 
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Environment
 from training.models import Policy, TrainingMetric, TrainingRun
+from training.run_cards import run_cards
 from training.training_set import training_set_summary
 
 METRIC_POLL = "every 2s"
@@ -104,10 +105,11 @@ def training_run_detail(request, pk: int):
         "config_json": pretty_json(run.config),
         "summary_json": pretty_json(run.summary),
         "environments": run.environments.only("id", "name", "version"),
-        "checkpoints": run.checkpoints.all(),
+        "checkpoints": run.checkpoints.all(),  # the path only for reviewers (the template)
         "rounds": run.rounds.all(),
         "training_set": training_set_summary(run),
         "training_links": run.task_links.select_related("task__environment")[:TRAINING_SET_ROWS],
+        "cards": run_cards(run),
         **metric_charts(run),
     }
     return render(request, "training/run_detail.html", context)
@@ -124,6 +126,7 @@ def training_run_metrics(request, pk: int):
         "run": run,
         "live": _run_is_live(run),
         "metric_poll": METRIC_POLL,
+        "cards": run_cards(run),
         **metric_charts(run),
     }
     return render(request, "training/_run_metrics.html", context)

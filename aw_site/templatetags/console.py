@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import inflect
 from django import template
 
 register = template.Library()
+_INFLECT = inflect.engine()
 
 STATUS_TONES = {
     "verified": "good",
@@ -64,6 +66,21 @@ def compact(value: Any) -> str:
         if abs(number) >= size:
             return f"{number / size:.1f}{suffix}"
     return f"{number:.0f}" if number == int(number) else f"{number:.2f}"
+
+
+@register.filter
+def counted(value: Any, noun: str) -> str:
+    """A count with its noun in the right number: 1|counted:"table" -> "1 table", 3 -> "3 tables",
+    1234 -> "1,234 tables". Only the last word inflects ("gold step" -> "gold steps"); a missing
+    count reads "– tables"."""
+    head, _, word = str(noun).rpartition(" ")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return f"– {_INFLECT.plural_noun(noun)}"
+    shown = f"{int(number):,}" if number == int(number) else f"{number:,.2f}"
+    inflected = word if number == 1 else _INFLECT.plural_noun(word)
+    return f"{shown} {head + ' ' if head else ''}{inflected}"
 
 
 @register.filter

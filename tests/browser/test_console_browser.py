@@ -206,9 +206,15 @@ def test_training_run_reward_curves_grow_while_it_runs(page, live_server, sign_i
     metrics = page.locator("#run-metrics")
     expect(metrics).to_have_attribute("data-metric-count", "6")
     expect(page.locator('polyline[data-series="reward_mean"]')).to_have_count(1)
+    reward_card = page.locator('[data-card="reward_mean"]')
+    expect(reward_card.locator(".value")).to_have_text("0.70")
+    expect(reward_card.locator("[data-card-source]")).to_have_text("GRPO step 5")
     for step in (6, 7, 8):
         factories.add_metric(run, step)
     expect(metrics).to_have_attribute("data-metric-count", "9", timeout=6000)
+    # The cards follow the newest step the trainer stored.
+    expect(reward_card.locator(".value")).to_have_text("1.00")
+    expect(reward_card.locator("[data-card-source]")).to_have_text("GRPO step 8")
     screenshot(page, "training_run")
 
 
