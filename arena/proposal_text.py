@@ -57,7 +57,11 @@ def cited_task_ids(evidence: Any) -> list[str]:
     if not isinstance(evidence, dict):
         return []
     ids = [str(t) for t in evidence.get("task_ids") or [] if t is not None]
-    ids += [str(e["task_id"]) for e in evidence.get("examples") or [] if isinstance(e, dict) and e.get("task_id") is not None]
+    ids += [
+        str(e["task_id"])
+        for e in evidence.get("examples") or []
+        if isinstance(e, dict) and e.get("task_id") is not None
+    ]
     return list(dict.fromkeys(ids))
 
 
@@ -115,9 +119,7 @@ def evidence_in_words(evidence: Any, citations: dict[str, Citation]) -> dict[str
         facts.append(f"{count} failed episode{'s' if count != 1 else ''} in this evaluation")
     labels = evidence.get("labels")
     if isinstance(labels, dict) and labels:
-        facts.append(
-            "error labels: " + ", ".join(f"{words(k)} ×{v}" for k, v in labels.items())
-        )
+        facts.append("error labels: " + ", ".join(f"{words(k)} ×{v}" for k, v in labels.items()))
     if "success_rate" in evidence:
         facts.append(f"success rate {_percent(evidence['success_rate'])}")
     if isinstance(evidence.get("mean_reward"), int | float):
@@ -142,9 +144,15 @@ def evidence_in_words(evidence: Any, citations: dict[str, Citation]) -> dict[str
         )
     return {
         "facts": facts,
-        "tasks": [_task(i, citations) for i in cited_task_ids({"task_ids": evidence.get("task_ids")})],
+        "tasks": [
+            _task(i, citations) for i in cited_task_ids({"task_ids": evidence.get("task_ids")})
+        ],
         "trajectories": [
-            Citation(f"trajectory {i}", reverse("trajectory-detail", args=[i]), f"replay of trajectory {i}")
+            Citation(
+                f"trajectory {i}",
+                reverse("trajectory-detail", args=[i]),
+                f"replay of trajectory {i}",
+            )
             if i.isdigit()
             else Citation(f"trajectory {i}", None, "not a trajectory id")
             for i in cited_trajectory_ids(evidence)

@@ -117,7 +117,9 @@ def bulk_review(
                     .first()
                 )
                 if proposal is None:
-                    outcome.refused.append(f"#{pk} is no proposal of round {evolution_round.number}")
+                    outcome.refused.append(
+                        f"#{pk} is no proposal of round {evolution_round.number}"
+                    )
                     continue
                 review_proposal(proposal, user, approve=approve, note=note)
             outcome.decided.append(pk)

@@ -33,7 +33,9 @@ def queue(db):
         factories.make_environment(f"shop-{i}", category=shopping, tasks=0) for i in range(8)
     ]
     alike = [
-        factories.make_proposal(evolution_round, environment=env, category=shopping, params=planning)
+        factories.make_proposal(
+            evolution_round, environment=env, category=shopping, params=planning
+        )
         for env in environments
     ]
     writes = [
@@ -73,7 +75,7 @@ def test_round_page_shows_groups_with_bulk_forms_and_key_hints(queue, reviewer):
     assert "More tasks for multi-step planning in Shopping" in body
     assert "Approve all 8" in body and "Reject all 2" in body
     assert 'id="bulk-review"' in body and "Approve selected" in body
-    assert body.count('data-select-proposal') == 11
+    assert body.count("data-select-proposal") == 11
     assert 'id="review-keys"' in body and "<kbd>a</kbd> approve" in body
     assert "/static/js/review_queue.js" in body
 

@@ -76,6 +76,8 @@ def test_reviewer_selects_all_and_rejects_in_one_post(page, live_server, sign_in
     page.click('#bulk-review button[value="reject"]')
     expect(page.locator(".messages")).to_contain_text("5 proposal(s) rejected")
     expect(page.locator('[data-proposal-status]:text-is("rejected")')).to_have_count(5)
-    expect(page.locator("#left-out-of-replay")).to_have_text(", ".join(f"shop-{i}" for i in range(4)))
+    expect(page.locator("#left-out-of-replay")).to_have_text(
+        ", ".join(f"shop-{i}" for i in range(4))
+    )
     notes = set(ExpansionProposal.objects.values_list("review_note", flat=True))
     assert notes == {"not this round"}
