@@ -7,6 +7,7 @@ from django.db.models import Count
 from django.shortcuts import render
 
 from arena.models import EvolutionRound
+from arena.review_queue import rounds_awaiting_review
 from aw_site.console import JOB_POLL, console_page
 from aw_site.models import Job
 from environments.models import Environment
@@ -25,6 +26,7 @@ def home(request):
         "training_runs": TrainingRun.objects.select_related("base_policy")[:5],
         "running_jobs": Job.objects.exclude(state__in=Job.FINISHED_STATES)[:10],
         "job_poll": JOB_POLL,
+        "review_waiting": rounds_awaiting_review(),  # the banner asks reviewers to decide
     }
     return render(request, "aw_site/home.html", context)
 

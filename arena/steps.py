@@ -29,6 +29,7 @@ from arena.models import (
 )
 from arena.proposal_params import MoreTasksParams
 from arena.proposals import propose_expansions
+from arena.rejections import rejected_environments
 from arena.sampling import sample_environments
 from arena.scoreboard import Scoreboard, build_scoreboard, compare
 from aw_site.jobs import JobContext, interrupted
@@ -495,8 +496,9 @@ def build_in_category(proposal: ExpansionProposal, params: Any, ctx: JobContext)
 def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> list[TrainingTask]:
     """What the round trains on: the tasks its applied expansions created, plus a replay sample
     of earlier training tasks (``replay_ratio`` per new task, default 1), all from current
-    environment versions. A round without expansion tasks replays ``tasks_per_environment``
-    tasks of each evaluated environment; a round whose training options set
+    environment versions. An environment whose every proposal of the round was rejected is not
+    replayed (``arena.rejections``). A round without expansion tasks replays
+    ``tasks_per_environment`` tasks of each evaluated environment; a round whose training options set
     ``tasks_per_environment`` keeps at most that many expansion tasks per environment, taken
     from its proposals in turns (a CPU budget; unset, every expansion task trains)."""
     import random
@@ -530,6 +532,8 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
         current_version(e) for e in round_evaluation(evolution_round).environments.all()
     }
     environments |= {link.task.environment for link in links}
+    rejected = rejected_environments(evolution_round)
+    environments = {e for e in environments if e.name not in rejected}
     pool = list(
         Task.objects.filter(environment__in=environments, split=Task.Split.TRAIN)
         .exclude(pk__in=new_ids)
@@ -584,6 +588,16 @@ def train(evolution_round: EvolutionRound, ctx: JobContext) -> dict[str, Any]:
                 job=ctx.job,
             )
             links = round_training_set(evolution_round, run)
+            rejected = rejected_environments(evolution_round)
+            if not links and rejected:  # the run's fallback would train every environment
+                run.delete()
+                reason = (
+                    "nothing to train on: every proposal of "
+                    f"{', '.join(sorted(rejected))} was rejected and no other environment has "
+                    "training tasks to replay"
+                )
+                ctx.log(reason)
+                return {"skipped": reason}
             TrainingTask.objects.bulk_create(links)
             ctx.log(replay_note(evolution_round, links))
             run.environments.set({link.task.environment for link in links})

@@ -16,11 +16,20 @@ from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from arena.lineage import following_round, is_calibration_round, score_history
 from arena.models import ArenaEvaluation, DiagnosisReport, EvolutionRound, ExpansionProposal
+from arena.proposal_text import (
+    Citation,
+    citation_links,
+    evidence_in_words,
+    params_in_words,
+)
+from arena.rejections import REJECTION_RULE, rejected_environments
 from arena.report_privacy import public_report_analysis
+from arena.review_queue import bulk_review, group_proposals
 from arena.round_config import RoundConfig
 from aw_site import charts
 from aw_site.console import JOB_POLL, console_action, console_page, pretty_json
@@ -326,8 +335,9 @@ def round_detail(request, number: int):
     # A diagnosis is about arena tasks: viewers get the analysis and proposal evidence without
     # the label explanations and gold values they quote (arena.report_privacy).
     answers_visible = may_see_answers(request.user)
+    citations = _citations(proposals, evaluation)
     for proposal in proposals:
-        _decorate_proposal(proposal, answers_visible)
+        _decorate_proposal(proposal, answers_visible, citations)
     analysis = ""
     if report is not None:
         analysis = report.analysis if answers_visible else public_report_analysis(report)
@@ -347,7 +357,11 @@ def round_detail(request, number: int):
         "analysis": analysis,
         "evaluation": evaluation,
         "proposals": proposals,
+        "proposal_groups": group_proposals(proposals),
         "pending_count": sum(1 for p in proposals if p.status == ExpansionProposal.Status.PENDING),
+        "awaiting_review": evolution_round.status == EvolutionRound.Status.AWAITING_APPROVAL,
+        "rejection_rule": REJECTION_RULE,
+        "left_out_of_replay": sorted(rejected_environments(evolution_round)),
         "scores": score_rows(evolution_round, history, evaluation),
         "label_mix": label_mix(report, later_report),
         "next_round": following,
@@ -441,14 +455,25 @@ def start_round_view(request):
     return redirect("round-detail", number=evolution_round.number)
 
 
-def _decorate_proposal(proposal: ExpansionProposal, answers_visible: bool) -> ExpansionProposal:
+def _decorate_proposal(
+    proposal: ExpansionProposal, answers_visible: bool, citations: dict[str, Citation]
+) -> ExpansionProposal:
+    """The proposal's parameters and evidence in words (evidence reduced for viewers); the raw
+    JSON is kept for the reviewers' "raw data" block only."""
+    evidence = proposal.evidence if answers_visible else public_evidence(proposal.evidence)
+    proposal.params_words = params_in_words(proposal.params)
+    proposal.evidence_words = evidence_in_words(evidence, citations)
     proposal.params_json = pretty_json(proposal.params)
-    proposal.evidence_json = pretty_json(
-        proposal.evidence if answers_visible else public_evidence(proposal.evidence)
-    )
+    proposal.evidence_json = pretty_json(evidence)
     proposal.result_json = pretty_json(proposal.result)
     proposal.is_pending = proposal.status == ExpansionProposal.Status.PENDING
     return proposal
+
+
+def _citations(
+    proposals: list[ExpansionProposal], evaluation: ArenaEvaluation | None
+) -> dict[str, Citation]:
+    return citation_links([p.evidence for p in proposals], evaluation)
 
 
 @console_action(REVIEWER)
@@ -476,8 +501,10 @@ def review_proposal_view(request, pk: int):
         pk=pk,
     )
     if request.htmx:
+        evaluation = proposal.round.evaluations.order_by("-created_at").first()
+        citations = _citations([proposal], evaluation)
         context = {
-            "proposal": _decorate_proposal(proposal, may_see_answers(request.user)),
+            "proposal": _decorate_proposal(proposal, may_see_answers(request.user), citations),
             "review_error": error,
         }
         return render(request, "arena/_proposal.html", context)
@@ -486,6 +513,27 @@ def review_proposal_view(request, pk: int):
     else:
         messages.success(request, f"Proposal #{pk} {proposal.status}.")
     return redirect("round-detail", number=proposal.round.number)
+
+
+@console_action(REVIEWER)
+def bulk_review_view(request, number: int):
+    """Approve or reject the selected proposals of a round in one POST (a group, or all
+    pending); each is still recorded on its own through ``arena.rounds.review_proposal``."""
+    evolution_round = _round(number)
+    decision = request.POST.get("decision")
+    ids = [int(v) for v in request.POST.getlist("proposal") if v.strip().isdigit()]
+    if decision not in ("approve", "reject"):
+        messages.error(request, "Bulk review: choose approve or reject.")
+    elif not ids:
+        messages.error(request, "Bulk review: select at least one proposal.")
+    else:
+        note = request.POST.get("note", "").strip()[:2000]
+        outcome = bulk_review(evolution_round, ids, request.user, decision == "approve", note)
+        report = messages.success if outcome.decided and not outcome.refused else messages.error
+        if outcome.decided and outcome.refused:
+            report = messages.warning
+        report(request, outcome.summary())
+    return redirect(f"{reverse('round-detail', args=[number])}#proposals")
 
 
 @console_page

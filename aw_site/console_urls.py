@@ -55,6 +55,7 @@ urlpatterns = [
     path("rounds/start/", arena_views.start_round_view, name="round-start"),
     path("rounds/<int:number>/", arena_views.round_detail, name="round-detail"),
     path("rounds/<int:number>/progress/", arena_views.round_progress, name="round-progress"),
+    path("rounds/<int:number>/review/", arena_views.bulk_review_view, name="round-review"),
     path(
         "evaluations/<int:pk>/calibration/",
         arena_views.evaluation_calibration_view,

@@ -449,6 +449,7 @@ def test_reviewers_and_admins_see_the_gold_data(scene, role_client, request):
 POST_ONLY_PAGES = {
     "round-start",
     "proposal-review",
+    "round-review",
     "policy-create",
     "policy-create-fault",
     "theme-build",

@@ -62,7 +62,8 @@ def test_round_detail_shows_scores_errors_diagnosis_and_proposals(as_viewer, sce
 @pytest.mark.django_db
 def test_reviewer_sees_review_forms_with_csrf(as_reviewer, scene):
     body = as_reviewer.get(reverse("round-detail", args=[scene["round"].number])).content.decode()
-    assert body.count('name="decision" value="approve"') == 2
+    # One approve per proposal card (the bulk forms' buttons say "Approve selected" / "all N").
+    assert body.count('name="decision" value="approve">Approve</button>') == 2
     assert "csrfmiddlewaretoken" in body
     assert f'hx-post="/proposals/{scene["proposal"].pk}/review/"' in body
 
