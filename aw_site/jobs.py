@@ -38,6 +38,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from aw_site.llm import collect_llm_failures, summarize_llm_failures
 from aw_site.models import Job
+from aw_site.refusals import JobRefused
 
 logger = logging.getLogger(__name__)
 
@@ -316,7 +317,10 @@ def execute_job(job_id: int, worker: str) -> str:
             return _retry_own_attempt(
                 job_id, record.attempts, f"worker {worker} shut down while the job ran"
             )
-        logger.exception("job %s failed", job_id)
+        if isinstance(exc, JobRefused) and exc.__cause__ is None:
+            logger.info("job %s refused: %s", job_id, exc)
+        else:
+            logger.exception("job %s failed", job_id)
         tail = traceback.format_exc()[-3000:]
         warned = "".join(
             f"\nwarning: the LLM failed: {line}" for line in summarize_llm_failures(llm_failures)

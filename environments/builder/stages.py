@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aw_site.refusals import JobRefused
 from environments.discovery.schema import read_schema
 from environments.discovery.tool_generator import ToolSet
 from environments.discovery.verification import verify_tools
@@ -46,7 +47,7 @@ STAGE_SPANS = {
 T = TypeVar("T")
 
 
-class BuildFailed(Exception):
+class BuildFailed(JobRefused):
     """A stage of a build failed; `stage` names it, the message says why, `build_yield` holds
     what the stages before it (and the failed one, when it got that far) yielded."""
 

@@ -35,9 +35,10 @@ def _th_decode(spec, row):
     return out
 
 
-def _th_check(spec, name, value):
+def _th_check(spec, name, value, param=None):
+    """The value for column `name`, checked; an error names the argument `param` when given."""
     field = spec["fields"].get(name)
-    where = spec["entity"] + "." + name
+    where = f"argument {param!r}" if param else spec["entity"] + "." + name
     if field is None:
         raise ValueError(f"{where} is not a field of {spec['entity']}")
     if value is None:
@@ -93,9 +94,9 @@ def _th_by_key(db, spec, by_role):
     found = _th_one(by_role, "key")
     if found is None:
         raise ValueError(f"missing the {spec['entity']}'s {spec['key']}")
-    _param, binding, value = found
+    param, binding, value = found
     column = binding[1]
-    return _th_fetch(db, spec, _th_check(spec, column, value), column)
+    return _th_fetch(db, spec, _th_check(spec, column, value, param), column)
 
 
 def _th_check_refs(db, spec, values):
@@ -143,11 +144,11 @@ def _th_new_key(db, spec):
     return f"{spec['entity']}-{count + 1}"
 
 
-def _th_insert(db, spec, values, plan):
+def _th_insert(db, spec, values, plan, params=None):
     options = plan.get("options", {})
     clean = {}
     for name, value in values.items():
-        clean[name] = _th_check(spec, name, value)
+        clean[name] = _th_check(spec, name, value, (params or {}).get(name))
     key = spec["key"]
     if clean.get(key) is None:
         if (
@@ -212,27 +213,27 @@ def _th_remove_row(db, spec, key, plan):
 
 def _th_list(db, spec, plan, by_role, params):
     clauses, args = [], []
-    for _param, binding, value in by_role.get("filter", []):
+    for param, binding, value in by_role.get("filter", []):
         if value is None:
             continue
         clauses.append(f'"{binding[1]}" = ?')
-        args.append(_th_check(spec, binding[1], value))
-    for _param, binding, value in by_role.get("filter_in", []):
+        args.append(_th_check(spec, binding[1], value, param))
+    for param, binding, value in by_role.get("filter_in", []):
         if value:
             marks = ", ".join("?" for _ in value)
             clauses.append(f'"{binding[1]}" IN ({marks})')
-            args.extend(_th_check(spec, binding[1], v) for v in value)
+            args.extend(_th_check(spec, binding[1], v, param) for v in value)
     for role, op in (("range_min", ">="), ("range_max", "<=")):
         for _param, binding, value in by_role.get(role, []):
             if value is None:
                 continue
             clauses.append(f'"{binding[1]}" {op} ?')
             args.append(value)
-    for _param, binding, value in by_role.get("query", []):
+    for param, binding, value in by_role.get("query", []):
         if value is None:
             continue
         if not isinstance(value, str):
-            raise ValueError("the query must be a string")
+            raise ValueError(f"argument {param!r} must be a string, got {value!r}")
         columns = binding[1] or [spec["key"]]
         clauses.append(
             "(" + " OR ".join(f'instr(lower("{c}"), lower(?)) > 0' for c in columns) + ")"
@@ -264,7 +265,7 @@ def _th_list(db, spec, plan, by_role, params):
     skip = offset[2] if offset is not None and offset[2] is not None else 0
     for name, value in (("limit", count), ("offset", skip)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            raise ValueError(f"argument {name!r} must be a non-negative integer, got {value!r}")
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY "{key}" LIMIT ? OFFSET ?'
     rows = db.execute(sql, args + [min(int(count), _TH_MAX_ROWS), int(skip)]).fetchall()
@@ -319,8 +320,10 @@ def _th_call(db, plan, params):
     key = spec["key"]
     if op == "get":
         row = _th_by_key(db, spec, by_role)
-        for _param, binding, value in by_role.get("filter", []):
-            if value is not None and row.get(binding[1]) != _th_check(spec, binding[1], value):
+        for param, binding, value in by_role.get("filter", []):
+            if value is not None and row.get(binding[1]) != _th_check(
+                spec, binding[1], value, param
+            ):
                 raise LookupError(
                     f"{spec['entity']} {row[key]!r} has {binding[1]} {row.get(binding[1])!r}, "
                     f"not {value!r}"
@@ -349,7 +352,8 @@ def _th_call(db, plan, params):
         return _th_shape(db, spec, plan, rows, False)
     if op == "create":
         values = {b[1]: v for _p, b, v in by_role.get("field", [])}
-        row, _created = _th_insert(db, spec, values, plan)
+        params = {b[1]: p for p, b, _v in by_role.get("field", [])}
+        row, _created = _th_insert(db, spec, values, plan, params)
         return _th_shape(db, spec, plan, [row], True)
     if op == "batch_create":
         _p, binding, items = _th_one(by_role, "items")
@@ -381,9 +385,10 @@ def _th_call(db, plan, params):
     if op == "update":
         current = _th_by_key(db, spec, by_role)
         values = {b[1]: v for _p, b, v in by_role.get("field", []) if v is not None}
+        params = {b[1]: p for p, b, _v in by_role.get("field", [])}
         if not values:
             raise ValueError("give at least one field to change")
-        clean = {n: _th_check(spec, n, v) for n, v in values.items()}
+        clean = {n: _th_check(spec, n, v, params.get(n)) for n, v in values.items()}
         _th_check_refs(db, spec, clean)
         sets = ", ".join(f'"{n}" = ?' for n in clean)
         db.execute(

@@ -20,11 +20,12 @@ def _looks_like_date(text, kind):
     return kind == "datetime" or len(text) == 10
 
 
-def _check_value(table, column, kind, value):
-    """The value converted for its column, or ValueError saying what was expected."""
+def _check_value(table, column, kind, value, param=None):
+    """The value converted for its column, or ValueError saying what was expected (naming the
+    argument `param` when the value is one)."""
     if value is None:
         return None
-    where = table + "." + column
+    where = f"argument {param!r}" if param else table + "." + column
     if kind == "integer":
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{where} must be an integer, got {value!r}")
@@ -56,7 +57,7 @@ def _take_key(spec, params):
     if spec["pk"] not in params:
         raise ValueError(f"missing required argument {spec['pk']!r}")
     key = params.pop(spec["pk"])
-    return _check_value(spec["table"], spec["pk"], spec["key_kind"], key)
+    return _check_value(spec["table"], spec["pk"], spec["key_kind"], key, spec["pk"])
 
 
 def _get(db, spec, params):
@@ -72,7 +73,7 @@ def _page(params):
     offset = params.pop("offset", 0)
     for name, value in (("limit", limit), ("offset", offset)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            raise ValueError(f"argument {name!r} must be a non-negative integer, got {value!r}")
     return min(limit, _MAX_LIMIT), offset
 
 
@@ -99,10 +100,10 @@ def _search(db, spec, params):
         kind = columns[column]["kind"]
         if op == "contains":
             if not isinstance(value, str):
-                raise ValueError(f"{name} must be a string")
+                raise ValueError(f"argument {name!r} must be a string, got {value!r}")
             clauses.append(f'instr(lower("{column}"), lower(?)) > 0')
         else:
-            value = _check_value(spec["table"], column, kind, value)
+            value = _check_value(spec["table"], column, kind, value, name)
             clauses.append(f'"{column}" {op} ?')
         args.append(value)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
@@ -248,7 +249,7 @@ def _validate_row(db, spec, values, key=None):
             raise ValueError(f"{spec['entity']} has no field {name!r}")
         if value is None and columns[name]["not_null"]:
             raise ValueError(f"{spec['table']}.{name} is required and cannot be null")
-        clean[name] = _check_value(spec["table"], name, columns[name]["kind"], value)
+        clean[name] = _check_value(spec["table"], name, columns[name]["kind"], value, name)
         _check_rules(spec, name, clean[name])
     for name, (ref_table, ref_column) in spec["fks"].items():
         if clean.get(name) is not None:

@@ -8,6 +8,7 @@ fresh worker if its worker is lost.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from environments.package import EnvironmentPackage
     from environments.runtime.pool import SandboxPool, WorkerSlot
+
+logger = logging.getLogger(__name__)
 
 ERROR_KINDS = (
     "unknown_tool",
@@ -39,9 +42,15 @@ class ToolCallResult:
     error: str | None = None
     error_kind: str | None = None
     duration_ms: float = 0.0
+    # Where in the tool source a tool_error was raised (`tools.py:323 in _th_call`): for the
+    # researcher debugging generated code (also in the server log), never in what an agent reads.
+    error_origin: str | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The call as an agent and the session record see it (error_origin left out)."""
+        data = asdict(self)
+        data.pop("error_origin")
+        return data
 
 
 @dataclass
@@ -80,31 +89,37 @@ class Episode:
         arguments = {} if arguments is None else arguments
         started = time.perf_counter()
 
-        def failed(error: str, kind: str) -> ToolCallResult:
+        def failed(error: str, kind: str, origin: str | None = None) -> ToolCallResult:
             elapsed = (time.perf_counter() - started) * 1000
-            return ToolCallResult(name, arguments, False, None, error, kind, elapsed)
+            error = error if error.startswith(f"{name}: ") else f"{name}: {error}"
+            return ToolCallResult(name, arguments, False, None, error, kind, elapsed, origin)
 
         self._check_open()
         if self.lost_reason:
             return failed(self.lost_reason, "worker_lost")
         if self.package.tool_schema(name) is None:
-            return failed(
-                f"unknown tool {name!r}; tools: {self.package.tool_names}", "unknown_tool"
+            return ToolCallResult(
+                name,
+                arguments,
+                False,
+                error=f"unknown tool {name!r}; tools: {self.package.tool_names}",
+                error_kind="unknown_tool",
             )
         problem = self.pool.argument_problem(self.package, name, arguments)
         if problem:
-            return failed(f"invalid arguments for {name}: {problem}", "invalid_arguments")
+            return failed(problem, "invalid_arguments")
 
         timeout = self.pool.call_timeout if timeout is None else timeout
         request = {"op": "call", "episode": self.id, "tool": name, "args": arguments}
         reply = self.pool.send(self, request, timeout)  # crosses into the sandbox worker
-        elapsed = (time.perf_counter() - started) * 1000
         if reply["ok"]:
+            elapsed = (time.perf_counter() - started) * 1000
             self.journal.append((name, arguments))
             return ToolCallResult(name, arguments, True, reply["result"], None, None, elapsed)
-        return ToolCallResult(
-            name, arguments, False, None, reply["error"], reply["error_kind"], elapsed
-        )
+        origin = reply.get("origin")
+        if origin:
+            logger.info("episode %s: %s raised at %s: %s", self.id, name, origin, reply["error"])
+        return failed(reply["error"], reply["error_kind"], origin)
 
     def run_program(
         self,

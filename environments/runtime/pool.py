@@ -172,10 +172,13 @@ class SandboxPool:
         if recycle and reply.get("error_kind") not in ("timeout", "worker_lost"):
             with episode.slot.lock:
                 self._replace_worker(episode.slot)
+        error = reply.get("error")
+        if error and reply.get("origin"):  # programs are ours: their readers debug the code
+            error = f"{error} (at {reply['origin']})"
         return ProgramResult(
             ok=reply["ok"],
             value=reply.get("result"),
-            error=reply.get("error"),
+            error=error,
             error_kind=reply.get("error_kind"),
             duration_ms=reply.get("worker_ms", 0.0),
             calls=[{"tool": name, "arguments": arguments} for name, arguments in calls],

@@ -40,6 +40,8 @@ import sandbox_guard  # noqa: E402
 sys.path.pop(0)
 
 HEADER = struct.Struct(">I")
+# (ok, result json or error message, error_kind, origin: where a tool error was raised)
+Outcome = tuple[bool, str, str | None, str | None]
 _live_threads = _thread._count  # threads started since the worker began (it has none itself)
 
 
@@ -262,7 +264,7 @@ class Worker:
             raise ToolCallError(f"unknown tool {name!r}", "unknown_tool")
         problem = _argument_problem(episode.package.schemas[name], args)
         if problem:
-            raise ToolCallError(f"invalid arguments for {name}: {problem}", "invalid_arguments")
+            raise ToolCallError(f"{name}: {problem}", "invalid_arguments")
         violations_before = len(self.violations)
         changes_before = episode.db.total_changes
         try:
@@ -278,42 +280,42 @@ class Worker:
                 raise ToolCallError(self.violations[-1], "sandbox_violation") from None
             raise
 
-    def _guarded(self, run: Callable[[], str]) -> tuple[bool, str, str | None]:
-        """Run and classify what went wrong: (ok, result json or message, error_kind)."""
+    def _guarded(self, run: Callable[[], str]) -> Outcome:
+        """Run and classify what went wrong: (ok, result json or message, error_kind, origin)."""
         outcome = self._classified(run)
         if _live_threads():
             message = "starting threads is not allowed in the sandbox; the worker is replaced"
             self.violations.append(message)
-            return False, message, "sandbox_violation"
+            return False, message, "sandbox_violation", None
         return outcome
 
-    def _classified(self, run: Callable[[], str]) -> tuple[bool, str, str | None]:
+    def _classified(self, run: Callable[[], str]) -> Outcome:
         try:
-            return True, run(), None
+            return True, run(), None, None
         except ToolCallError as exc:
-            return False, str(exc), exc.error_kind
+            return False, str(exc), exc.error_kind, None
         except CallTimeout:
-            return False, "call exceeded its time limit", "timeout"
+            return False, "call exceeded its time limit", "timeout", None
         except sandbox_guard.SandboxViolation as exc:
-            return False, str(exc), "sandbox_violation"
+            return False, str(exc), "sandbox_violation", None
         except MemoryError:
-            return False, "memory limit exceeded", "resource_limit"
+            return False, "memory limit exceeded", "resource_limit", None
         except RecursionError:
-            return False, "recursion limit exceeded", "resource_limit"
+            return False, "recursion limit exceeded", "resource_limit", None
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) and self._past_deadline():
-                return False, "call exceeded its time limit (query interrupted)", "timeout"
-            return False, _describe(exc), "tool_error"
+                return False, "call exceeded its time limit (query interrupted)", "timeout", None
+            return False, _describe(exc), "tool_error", _origin(exc)
         except OSError as exc:
             if exc.errno == errno.EFBIG:
-                return False, "file size limit exceeded", "resource_limit"
+                return False, "file size limit exceeded", "resource_limit", None
             if exc.errno == errno.EAGAIN:
-                return False, f"process or thread limit: {exc}", "resource_limit"
-            return False, _describe(exc), "tool_error"
+                return False, f"process or thread limit: {exc}", "resource_limit", None
+            return False, _describe(exc), "tool_error", _origin(exc)
         except _OutputTooLarge as exc:
-            return False, str(exc), "output_too_large"
+            return False, str(exc), "output_too_large", None
         except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code
-            return False, _describe(exc), "tool_error"
+            return False, _describe(exc), "tool_error", _origin(exc)
 
     def _exec_source(self, source: str, filename: str, module_name: str) -> dict[str, Any]:
         code = compile(source, filename, "exec")
@@ -331,13 +333,21 @@ class Worker:
             )
         return text
 
-    def _reply(self, outcome: tuple[bool, str, str | None], started: float) -> str:
-        ok, payload, error_kind = outcome
+    def _reply(self, outcome: Outcome, started: float) -> str:
+        """The reply: the result, or the error in words with its kind, and apart from it
+        `origin`, where in the tool source or program a tool error was raised."""
+        ok, payload, error_kind, origin = outcome
         elapsed = round((time.perf_counter() - started) * 1000, 3)
         if ok:
             return f'{{"ok": true, "result": {payload}, "worker_ms": {elapsed}}}'
         return json.dumps(
-            {"ok": False, "error": payload, "error_kind": error_kind, "worker_ms": elapsed}
+            {
+                "ok": False,
+                "error": payload,
+                "error_kind": error_kind,
+                "origin": origin,
+                "worker_ms": elapsed,
+            }
         )
 
     # -- time limits --------------------------------------------------------------------------
@@ -394,17 +404,23 @@ def _rollback(db: sqlite3.Connection) -> None:
 
 
 def _describe(exc: BaseException) -> str:
-    """`Type: message` plus where in the tool source or program it was raised."""
-    where = ""
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        filename = frame.f_code.co_filename
-        if filename.endswith("tools.py") or filename == "<program>":
-            where = f" (at {os.path.basename(filename)}:{lineno} in {frame.f_code.co_name})"
+    """`Type: message`: what the agent reads (where it was raised is `_origin`, kept apart)."""
     try:
         message = str(exc)
     except Exception:  # noqa: BLE001 - a hostile __str__
         message = "<unprintable>"
-    return f"{type(exc).__name__}: {message}{where}"
+    return f"{type(exc).__name__}: {message}"
+
+
+def _origin(exc: BaseException) -> str | None:
+    """Where in the tool source or program `exc` was raised (`tools.py:323 in _th_call`), for
+    whoever debugs the generated code; never part of the error an agent reads."""
+    where = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        if filename.endswith("tools.py") or filename == "<program>":
+            where = f"{os.path.basename(filename)}:{lineno} in {frame.f_code.co_name}"
+    return where
 
 
 def _jsonable(value: Any) -> Any:
@@ -446,7 +462,7 @@ def _argument_problem(schema: dict[str, Any], args: dict[str, Any]) -> str | Non
             and not (isinstance(value, bool) and k in ("integer", "number"))
             for k in kinds
         ):
-            return f"argument {name!r} must be {' or '.join(kinds)}"
+            return f"argument {name!r} must be {' or '.join(kinds)}, got {value!r}"[:300]
     return None
 
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+from typing import NoReturn
 
 from training.grpo.config import TrainingConfig
 from training.grpo.trainer import run_training
@@ -21,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--print-fields", action="store_true", help="Print every config field with its help."
     )
+    parser.add_argument(
+        "--traceback", action="store_true", help="Show the traceback of a refused config."
+    )
     args = parser.parse_args(argv)
     if args.print_fields:
         print(json.dumps(TrainingConfig.help(), indent=2))
@@ -31,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = TrainingConfig.from_json(args.config)
     except OSError as exc:
-        parser.error(f"--config {args.config}: {exc.strerror or exc}")
+        refuse(args, f"--config {args.config}: {exc.strerror or exc}")
     except (ValueError, TypeError) as exc:  # bad JSON, unknown fields, a field of a wrong kind
-        parser.error(f"--config {args.config}: {exc} (--print-fields lists the fields)")
+        refuse(args, f"--config {args.config}: {exc} (--print-fields lists the fields)")
 
     def print_metrics(step: int, metrics: dict) -> None:
         print(json.dumps({"step": step, **metrics}, default=str), flush=True)
@@ -44,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     result = run_training(config, on_metrics=print_metrics, on_checkpoint=print_checkpoint)
     print(json.dumps({"result": result.to_dict()}, default=str), flush=True)
     return 0
+
+
+def refuse(args: argparse.Namespace, reason: str) -> NoReturn:
+    """A refused config: one line on stderr and exit code 2 (argparse's usage error code,
+    without the usage block); the traceback only under --traceback."""
+    if args.traceback:
+        raise  # the config error being handled, with its traceback
+    print(f"error: {reason}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,15 @@ class Command(BaseCommand):
             raise CommandError(
                 "run_embedded is the embedded default: unset CELERY_BROKER_URL, or use the Celery workers"
             )
+        if rounds < 0:
+            raise CommandError(f"--rounds must be 0 or more, got {rounds}")
+        names = [s for s in sources.split(",") if s] or builtin_names()
+        unknown = [n for n in names if n not in builtin_names()]
+        if unknown:
+            raise CommandError(
+                f"unknown source {', '.join(unknown)} in --sources; known sources: "
+                + ", ".join(builtin_names())
+            )
         quiet_library_progress()
         self.create_demo_users()
         self.env_policy = ensure_env_policy()
@@ -103,7 +112,6 @@ class Command(BaseCommand):
             self.finish_unfinished_rounds()
         if not skip_loop:
             started = time.monotonic()
-            names = [s for s in sources.split(",") if s] or builtin_names()
             self.build_catalogue(names)
             self.synthesize(tasks_per_environment)
             for _ in range(rounds):

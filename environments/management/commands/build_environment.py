@@ -114,6 +114,8 @@ class Command(BaseCommand):
             self.stdout.write("waiting for a Celery worker on the sandbox queue")
         record = self.follow(job.pk, timeout)
         if record.state != Job.State.SUCCEEDED:
+            if options.get("traceback"):  # the job's own traceback, kept in its log tail
+                self.stderr.write(record.log_tail)
             raise CommandError(f"build failed: {self.failure(record)}")
         environment = Environment.objects.get(pk=record.result["environment"])
         self.stdout.write(
