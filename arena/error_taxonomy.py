@@ -155,8 +155,8 @@ def detect_tool_errors(steps: Sequence[Step]) -> ErrorLabel | None:
             hits.append(step.index)
             name = step.tool_name or "?"
             tools.append(name)
-            error = str(step.error or step.error_kind)[:120]
-            messages.append(f"step {step.index} {name}: {error}")
+            error = str(step.error or step.error_kind).removeprefix(f"{name}: ")[:120]
+            messages.append(f"step {step.index} {name}: {error}")  # tool errors start with it
     if not hits:
         return None
     return ErrorLabel(
