@@ -12,8 +12,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
-from aw_site.metric_names import plain_metric_name, plain_phase_name
 from aw_site.console import console_action, console_page, page_of, pretty_json, whole_number
+from aw_site.metric_names import plain_metric_name, plain_phase_name
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Environment
 from training.models import Policy, TrainingMetric, TrainingRun
