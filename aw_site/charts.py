@@ -93,6 +93,7 @@ def line_chart(
     y_label: str = "",
     title: str = "",
     empty_message: str = "No data yet",
+    aria_label: str = "",
 ) -> str:
     """One polyline per named series of (x, y) points, with axes, ticks and a legend under the
     plot. More than ``MAX_LINES`` series become small multiples (``small_multiples``)."""
@@ -130,7 +131,8 @@ def line_chart(
 
     parts = [
         f'<svg class="chart chart-line" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title or y_label or "line chart")}" {FONT} font-size="12">'
+        f'aria-label="{escape(aria_label or title or y_label or "line chart")}" {FONT} '
+        'font-size="12">'
     ]
     if title:
         parts.append(
@@ -195,30 +197,39 @@ def small_multiples(
     y_label: str = "",
     title: str = "",
     panel_width: int = 320,
-    panel_height: int = 190,
+    panel_height: int = 150,
 ) -> str:
-    """One small chart per series, side by side in a wrapping grid, each titled with its name:
-    tens of lines stay readable where one plot would repeat colours and crowd its legend.
-    Every panel shares ``y_range`` (when given) so they compare at a glance."""
+    """One small chart per series, side by side in a wrapping grid, each captioned with its
+    name: tens of lines stay readable where one plot would repeat colours and crowd its legend.
+    Every panel shares ``y_range`` (when given) so they compare at a glance; the y quantity is
+    said once, in the heading."""
     panels = [
-        line_chart(
-            {name: values},
-            width=panel_width,
-            height=panel_height,
-            y_range=y_range,
-            x_label=x_label,
-            y_label=y_label,
-            title=_clip(name, 40),
+        (
+            name,
+            line_chart(
+                {name: values},
+                width=panel_width,
+                height=panel_height,
+                y_range=y_range,
+                x_label=x_label,
+                aria_label=f"{name}: {y_label}" if y_label else name,
+            ),
         )
         for name, values in series.items()
     ]
-    return panel_grid(panels, title=title)
+    said = not y_label or y_label.lower() in title.lower()
+    heading = title if said else f"{title} ({y_label})" if title else y_label
+    return panel_grid(panels, title=heading)
 
 
-def panel_grid(panels: Iterable[str], *, title: str = "") -> str:
-    """Charts (SVG strings) laid out in a wrapping grid under one heading."""
+def panel_grid(panels: Iterable[tuple[str, str]], *, title: str = "") -> str:
+    """Charts laid out in a wrapping grid under one heading, each (caption, SVG) captioned in
+    HTML, so a long caption wraps instead of being cut at the chart's edge."""
     heading = f'<div class="chart-grid-title">{escape(title)}</div>' if title else ""
-    cells = "".join(f'<div class="chart-panel">{panel}</div>' for panel in panels)
+    cells = "".join(
+        f'<figure class="chart-panel"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+        for caption, svg in panels
+    )
     return f'<div class="chart-grid">{heading}{cells}</div>'
 
 

@@ -55,10 +55,11 @@ def test_many_series_become_small_multiples_with_one_line_each():
     html = charts.line_chart(series, y_range=(0.0, 1.0), title="Success rate by category")
     assert html.startswith('<div class="chart-grid">')
     assert html.count('class="chart-panel"') == 13
+    assert ">Success rate by category</div>" in html
     assert html.count("<polyline") == 13
     assert 'class="legend-item"' not in html  # each panel is named by its title instead
     for i in range(13):
-        assert f">category {i}</text>" in html
+        assert f"<figcaption>category {i}</figcaption>" in html
 
 
 def test_a_few_series_share_one_plot_with_a_legend_that_does_not_collide():

@@ -12,7 +12,7 @@ from training.views import metric_charts
 
 
 def panels_of(html: str) -> list[str]:
-    return re.findall(r'<div class="chart-panel">(.*?)</div>', html)
+    return re.findall(r'<figure class="chart-panel">(.*?)</figure>', html)
 
 
 @pytest.mark.django_db
@@ -21,7 +21,7 @@ def test_sft_loss_and_grpo_kl_get_separate_panels_with_their_own_axes():
     for step in range(2):
         TrainingMetric.objects.create(run=run, phase="sft", step=step, values={"loss": 2.0 - step})
     optim = panels_of(metric_charts(run)["optim_chart"])
-    titles = [re.search(r'font-weight="600">(.*?)</text>', panel).group(1) for panel in optim]
+    titles = [re.search(r"<figcaption>(.*?)</figcaption>", panel).group(1) for panel in optim]
     assert titles == ["SFT warm-up: loss", "GRPO: loss", "GRPO: KL divergence from the base policy"]
     for panel in optim:  # one quantity per panel: one line, its own y ticks
         assert panel.count("<polyline") == 1

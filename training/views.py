@@ -64,8 +64,10 @@ SHARE_METRICS = frozenset(
 )
 
 
-def _metric_panels(curves: dict[tuple[str, str], list[tuple[float, float]]], keys) -> str:
-    """One small chart per (phase, metric) with data, titled in plain words."""
+def _metric_panels(
+    curves: dict[tuple[str, str], list[tuple[float, float]]], keys: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """One small chart per (phase, metric) with data, captioned in plain words."""
     panels = []
     in_order = sorted(
         curves.items(), key=lambda item: PHASE_ORDER.get(item[0][0], len(PHASE_ORDER))
@@ -75,16 +77,16 @@ def _metric_panels(curves: dict[tuple[str, str], list[tuple[float, float]]], key
             if metric != key:
                 continue
             name = key if phase == "grpo" else f"{phase} {key}"  # the data-series key
-            panels.append(
-                charts.line_chart(
-                    {name: points},
-                    width=360,
-                    height=200,
-                    y_range=(0.0, 1.0) if key in SHARE_METRICS else None,
-                    x_label=f"{plain_phase_name(phase)} step",
-                    title=f"{plain_phase_name(phase)}: {plain_metric_name(key)}",
-                )
+            caption = f"{plain_phase_name(phase)}: {plain_metric_name(key)}"
+            svg = charts.line_chart(
+                {name: points},
+                width=360,
+                height=180,
+                y_range=(0.0, 1.0) if key in SHARE_METRICS else None,
+                x_label=f"{plain_phase_name(phase)} step",
+                aria_label=caption,
             )
+            panels.append((caption, svg))
     return panels
 
 

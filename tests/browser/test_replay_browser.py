@@ -58,6 +58,7 @@ def failed_run():
     }
     return factories.make_trajectory(
         task,
+        factories.make_policy(kind="local_hf"),
         steps=[{"role": "assistant", "content": ""}],
         reward=reward,
         finished_reason="format_error",
