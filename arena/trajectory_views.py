@@ -7,6 +7,7 @@ their names (training/trajectory_*.html) and the URLs theirs (aw_site/console_ur
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.models import Exists, OuterRef
@@ -15,13 +16,22 @@ from django.shortcuts import get_object_or_404, render
 from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
 from aw_site.console import console_page, page_of, pretty_json, whole_number
 from environments.models import Environment
-from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
+from tasks.privacy import (
+    HIDDEN_NOTE,
+    hides_answers,
+    may_see_answers,
+    public_label_evidence,
+    public_reward,
+)
 from tasks.reward_words import failure_summary, reward_words
 from training.models import Trajectory
 from training.trajectory_comparison import comparison_for
 from training.trajectory_privacy import redact_steps, redacted_fields, redaction_for
 
 TRAJECTORIES_PER_PAGE = 40
+# A file path on the server (two or more segments), as a traceback or sandbox error quotes it.
+SERVER_PATH = re.compile(r"(?<![\w:/.])(?:/[\w.@-]+){2,}/?")
+SERVER_PATH_NOTE = "[server path]"
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
 
 
@@ -76,6 +86,11 @@ def trajectory_list(request):
         "reasons": Trajectory.FinishedReason.values,
     }
     return render(request, "training/trajectory_list.html", context)
+
+
+def without_server_paths(text: str) -> str:
+    """An error text as a viewer reads it: where the server keeps its files is not theirs to see."""
+    return SERVER_PATH.sub(SERVER_PATH_NOTE, text) if text else text
 
 
 def is_empty_output(step: Any) -> bool:
@@ -159,7 +174,10 @@ def trajectory_detail(request, pk: int):
     redaction = redaction_for(request.user, trajectory)
     steps = redact_steps(redaction, stored_steps)
     shown = redacted_fields(redaction, trajectory)  # final answer, state and diff, metadata
+    reviewer = may_see_answers(request.user)
     for step in steps:
+        if not reviewer:
+            step.error = without_server_paths(step.error)
         step.arguments_json = pretty_json(step.tool_arguments)
         step.result_json = pretty_json(step.tool_result)
         step.diff_json = pretty_json(step.state_diff)

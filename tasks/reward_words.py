@@ -26,6 +26,7 @@ FINISHED_REASON_WORDS = {
     "policy_error": "The policy failed while producing a step (policy error).",
 }
 EMPTY_OUTPUT = "The model answered with an empty message."
+NO_REWARD = "No reward breakdown was recorded for this run, so there is no scored reason."
 
 _WRITES_MADE = re.compile(r"(\d+)/(\d+) requested writes made")
 _WRITES_EXTRA = re.compile(r"(\d+) writes not requested")
@@ -165,11 +166,13 @@ def failure_summary(
         where = ", ".join(str(index) for index in empty)
         label = "step" if len(empty) == 1 else "steps"
         sentences.append(f"{EMPTY_OUTPUT[:-1]} at {label} {where}.")
-    if isinstance(reward, Mapping):
-        gate = _gate_words(str(reward.get("gate") or ""))
-        if gate:
-            sentences.append(gate)
-    for name, component in stored_components(reward).items():
+    gate = _gate_words(str(reward.get("gate") or "")) if isinstance(reward, Mapping) else ""
+    if gate:
+        sentences.append(gate)
+    components = stored_components(reward)
+    if not gate and not components:
+        sentences.append(NO_REWARD)
+    for name, component in components.items():
         score = _score(component)
         if component.get("applicable") is False or name == "efficiency":
             continue

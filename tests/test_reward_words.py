@@ -73,3 +73,10 @@ def test_summary_of_a_run_without_a_valid_tool_call():
         "The model's output could not be read as a tool call or an answer (format error).",
         "The model made no valid tool call, so the run earns no credit.",
     ]
+
+
+def test_summary_of_a_run_without_a_recorded_reward_says_so():
+    assert failure_summary({}, "answer") == [
+        "The run ended with the model's final answer.",
+        "No reward breakdown was recorded for this run, so there is no scored reason.",
+    ]
