@@ -7,6 +7,7 @@ their names (training/trajectory_*.html) and the URLs theirs (aw_site/console_ur
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.models import Exists, OuterRef
@@ -15,12 +16,22 @@ from django.shortcuts import get_object_or_404, render
 from arena.models import ArenaEvaluation, EvolutionRound, FailureLabel
 from aw_site.console import console_page, page_of, pretty_json, whole_number
 from environments.models import Environment
-from tasks.privacy import HIDDEN_NOTE, hides_answers, public_label_evidence, public_reward
+from tasks.privacy import (
+    HIDDEN_NOTE,
+    hides_answers,
+    may_see_answers,
+    public_label_evidence,
+    public_reward,
+)
+from tasks.reward_words import failure_summary, reward_words
 from training.models import Trajectory
 from training.trajectory_comparison import comparison_for
 from training.trajectory_privacy import redact_steps, redacted_fields, redaction_for
 
 TRAJECTORIES_PER_PAGE = 40
+# A file path on the server (two or more segments), as a traceback or sandbox error quotes it.
+SERVER_PATH = re.compile(r"(?<![\w:/.])(?:/[\w.@-]+){2,}/?")
+SERVER_PATH_NOTE = "[server path]"
 REWARD_COMPONENTS = ("answer", "state", "format", "efficiency")
 
 
@@ -77,8 +88,41 @@ def trajectory_list(request):
     return render(request, "training/trajectory_list.html", context)
 
 
-def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
-    """Components (score, reason) in a stable order, and the total, from the reward JSON."""
+def without_server_paths(text: str) -> str:
+    """An error text as a viewer reads it: where the server keeps its files is not theirs to see."""
+    return SERVER_PATH.sub(SERVER_PATH_NOTE, text) if text else text
+
+
+def is_empty_output(step: Any) -> bool:
+    """A model step that said nothing: no message, no tool call, not even a malformed one."""
+    return (
+        step.role == "assistant"
+        and not (step.content or "").strip()
+        and not step.tool_name
+        and not (step.raw_tool_call or "").strip()
+    )
+
+
+def evidence_in_words(evidence: dict[str, Any]) -> str:
+    """What a viewer keeps of a label's evidence (its steps and capability) as one line."""
+    parts = []
+    steps = evidence.get("steps")
+    if isinstance(steps, list) and steps:
+        label = "step" if len(steps) == 1 else "steps"
+        parts.append(f"at {label} " + ", ".join(str(s) for s in steps))
+    elif isinstance(evidence.get("step"), int):
+        parts.append(f"at step {evidence['step']}")
+    if evidence.get("capability"):
+        parts.append(f"capability: {evidence['capability']}")
+    return " · ".join(parts)
+
+
+def reward_breakdown(
+    reward: Any, total: float, words: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Components (score, reason, and the gold-free ``words``) in a stable order, and the total,
+    from the reward JSON."""
+    words = words or {}
     reward = reward if isinstance(reward, dict) else {}
     if isinstance(reward.get("components"), dict):
         # tasks.reward.RewardBreakdown.to_dict(): components nested, inapplicable ones marked.
@@ -110,6 +154,7 @@ def reward_breakdown(reward: Any, total: float) -> dict[str, Any]:
                 "percent": round(max(0.0, min(1.0, score)) * 100) if score is not None else 0,
                 "reason": reason if len(reason) <= 300 else reason[:297] + "...",
                 "weight": weight,
+                "words": words.get(name, ""),
             }
         )
     total_value = reward.get("total", total)
@@ -129,7 +174,10 @@ def trajectory_detail(request, pk: int):
     redaction = redaction_for(request.user, trajectory)
     steps = redact_steps(redaction, stored_steps)
     shown = redacted_fields(redaction, trajectory)  # final answer, state and diff, metadata
+    reviewer = may_see_answers(request.user)
     for step in steps:
+        if not reviewer:
+            step.error = without_server_paths(step.error)
         step.arguments_json = pretty_json(step.tool_arguments)
         step.result_json = pretty_json(step.tool_result)
         step.diff_json = pretty_json(step.state_diff)
@@ -155,10 +203,21 @@ def trajectory_detail(request, pk: int):
         step.gold_match = by_agent_step.get(step.index)
     labels = FailureLabel.objects.filter(trajectory=trajectory).select_related("report__round")
     for label in labels:
-        label.evidence_json = pretty_json(
-            public_label_evidence(label.evidence) if hidden else label.evidence
-        )
+        if hidden:  # a viewer reads the kept evidence (steps, capability) in words, not JSON
+            label.evidence_words = evidence_in_words(public_label_evidence(label.evidence))
+        else:
+            label.evidence_json = pretty_json(label.evidence)
     reward = public_reward(trajectory.reward) if hidden else trajectory.reward
+    # Said in words from the stored reward's scores and counts, never its text: gold-free, so
+    # viewers read the same reasons as reviewers (tasks/reward_words.py).
+    empty_output = [s.index for s in stored_steps if is_empty_output(s)]
+    for step in steps:
+        step.empty_output = step.index in empty_output
+    why_failed = (
+        []
+        if trajectory.success
+        else failure_summary(trajectory.reward, trajectory.finished_reason, empty_output)
+    )
     context = {
         "trajectory": trajectory,
         "task": task,
@@ -168,7 +227,10 @@ def trajectory_detail(request, pk: int):
         "gold_chain": [g for g in gold_chain if isinstance(g, dict)],
         "called_tools": called,
         "comparison": comparison,
-        "reward": reward_breakdown(reward, trajectory.total_reward),
+        "reward": reward_breakdown(
+            reward, trajectory.total_reward, reward_words(trajectory.reward)
+        ),
+        "why_failed": why_failed,
         "labels": labels,
         "shown": shown,
         "oracle_hidden": redaction.hidden and redaction.oracle,

@@ -42,8 +42,14 @@ TERMINAL = (EvolutionRound.Status.DONE, EvolutionRound.Status.FAILED)
 PIPELINE = ("evaluating", "diagnosing", "awaiting_approval", "expanding", "training", "done")
 
 
-def scores_chart(rounds: list[EvolutionRound], title: str = "Per-category score by round") -> str:
-    """One line per category across rounds (x = round number)."""
+SCORE_MEANING = "success rate: the share of held-out tasks solved (answer and final state right)"
+
+
+def scores_chart(
+    rounds: list[EvolutionRound], title: str = "Success rate by category, round by round"
+) -> str:
+    """One line per category across rounds (x = round number); beyond a few categories, one
+    small chart per category (charts.small_multiples)."""
     series: dict[str, list[tuple[float, float]]] = {}
     for evolution_round in sorted(rounds, key=lambda r: r.number):
         scores = evolution_round.scores if isinstance(evolution_round.scores, dict) else {}
@@ -54,6 +60,7 @@ def scores_chart(rounds: list[EvolutionRound], title: str = "Per-category score 
         dict(sorted(series.items())),
         y_range=(0.0, 1.0),
         x_label="round",
+        y_label="success rate",
         title=title,
         empty_message="No scores yet",
     )
@@ -274,6 +281,7 @@ def round_list(request):
         "rounds": rounds,
         # The agent's rounds: a calibration round's scores measure diagnosis, not the agent.
         "scores_chart": mark_safe(scores_chart([r for r in rounds if not is_calibration_round(r)])),
+        "score_meaning": SCORE_MEANING,
         "policies": _policies_to_start(),
         "round_defaults": RoundConfig(),  # the start form shows the one set of defaults
         "job_poll": JOB_POLL,
@@ -368,6 +376,7 @@ def round_detail(request, number: int):
         "kind_rows": kind_rows(evaluation),
         "difficulty_chart": mark_safe(round_difficulty_chart(evolution_round.number)),
         "scores_chart": mark_safe(scores_chart(history)),
+        "score_meaning": SCORE_MEANING,
         "weakest_json": pretty_json(report.weakest) if report else "",
         "results_json": pretty_json(evaluation.results) if evaluation else "",
         "jobs": evolution_round.jobs.order_by("-created_at")[:20],

@@ -23,6 +23,9 @@ PALETTE = (
     "#9333ea",
 )
 FONT = 'font-family="system-ui, sans-serif"'
+# Beyond this many lines one plot repeats colours and its legend crowds: small multiples instead.
+MAX_LINES = len(PALETTE) // 2
+LEGEND_CHAR_WIDTH = 7.0  # px per character at the legend's font size (12)
 
 
 def _fmt(value: float) -> str:
@@ -90,14 +93,24 @@ def line_chart(
     y_label: str = "",
     title: str = "",
     empty_message: str = "No data yet",
+    aria_label: str = "",
 ) -> str:
-    """One polyline per named series of (x, y) points, with axes, ticks and a legend."""
+    """One polyline per named series of (x, y) points, with axes, ticks and a legend under the
+    plot. More than ``MAX_LINES`` series become small multiples (``small_multiples``)."""
     points = [(x, y) for values in series.values() for x, y in values if y is not None]
     if not points:
         return _empty(width, height, empty_message)
-    left, right, top, bottom = 52, 16, 24 if title else 12, 40
-    legend_rows = math.ceil(len(series) / 4)
-    bottom += 18 * legend_rows
+    if len(series) > MAX_LINES:
+        return small_multiples(
+            series, y_range=y_range, x_label=x_label, y_label=y_label, title=title
+        )
+    left, right, top, bottom = 56, 16, 26 if title else 12, 44
+    legend = len(series) > 1  # a single series is named by the chart's title
+    longest = max((len(_clip(name, 40)) for name in series), default=1)
+    room = (width - left - right) // (24 + LEGEND_CHAR_WIDTH * longest)
+    legend_columns = max(1, min(4, int(room)))
+    legend_rows = math.ceil(len(series) / legend_columns) if legend else 0
+    bottom += 20 * legend_rows
     plot_w, plot_h = width - left - right, height - top - bottom
     xs = [x for x, _ in points]
     x_low, x_high = min(xs), max(xs)
@@ -118,11 +131,12 @@ def line_chart(
 
     parts = [
         f'<svg class="chart chart-line" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title or y_label or "line chart")}" {FONT} font-size="11">'
+        f'aria-label="{escape(aria_label or title or y_label or "line chart")}" {FONT} '
+        'font-size="12">'
     ]
     if title:
         parts.append(
-            f'<text x="{left}" y="15" font-size="13" font-weight="600">{escape(title)}</text>'
+            f'<text x="{left}" y="16" font-size="14" font-weight="600">{escape(title)}</text>'
         )
     for tick in y_ticks:
         y = sy(tick)
@@ -162,14 +176,61 @@ def line_chart(
                     f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}">'
                     f"<title>{escape(name)}: {_fmt(x)} → {y:.3g}</title></circle>"
                 )
-        row, col = divmod(index, 4)
-        lx, ly = left + col * (plot_w / 4), height - 18 * legend_rows + 18 * row + 4
+        if not legend:
+            continue
+        row, col = divmod(index, legend_columns)
+        lx, ly = left + col * (plot_w / legend_columns), height - 20 * legend_rows + 20 * row + 4
         parts.append(
-            f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" fill="{color}"/>'
-            f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" fill="#374151">{escape(_clip(name, 28))}</text>'
+            f'<g class="legend-item"><rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" '
+            f'fill="{color}"/><text x="{lx + 14:.1f}" y="{ly + 9:.1f}" fill="#374151">'
+            f"{escape(_clip(name, 40))}</text></g>"
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def small_multiples(
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    y_range: tuple[float, float] | None = None,
+    x_label: str = "",
+    y_label: str = "",
+    title: str = "",
+    panel_width: int = 320,
+    panel_height: int = 150,
+) -> str:
+    """One small chart per series, side by side in a wrapping grid, each captioned with its
+    name: tens of lines stay readable where one plot would repeat colours and crowd its legend.
+    Every panel shares ``y_range`` (when given) so they compare at a glance; the y quantity is
+    said once, in the heading."""
+    panels = [
+        (
+            name,
+            line_chart(
+                {name: values},
+                width=panel_width,
+                height=panel_height,
+                y_range=y_range,
+                x_label=x_label,
+                aria_label=f"{name}: {y_label}" if y_label else name,
+            ),
+        )
+        for name, values in series.items()
+    ]
+    said = not y_label or y_label.lower() in title.lower()
+    heading = title if said else f"{title} ({y_label})" if title else y_label
+    return panel_grid(panels, title=heading)
+
+
+def panel_grid(panels: Iterable[tuple[str, str]], *, title: str = "") -> str:
+    """Charts laid out in a wrapping grid under one heading, each (caption, SVG) captioned in
+    HTML, so a long caption wraps instead of being cut at the chart's edge."""
+    heading = f'<div class="chart-grid-title">{escape(title)}</div>' if title else ""
+    cells = "".join(
+        f'<figure class="chart-panel"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+        for caption, svg in panels
+    )
+    return f'<div class="chart-grid">{heading}{cells}</div>'
 
 
 def _clip(text: str, size: int) -> str:

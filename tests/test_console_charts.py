@@ -48,3 +48,47 @@ def test_tool_graph_draws_nodes_and_edges_with_fallback_layout():
 def test_nice_ticks_cover_the_range():
     ticks = charts.nice_ticks(0, 0.87)
     assert ticks[0] <= 0 and ticks[-1] >= 0.87
+
+
+def test_many_series_become_small_multiples_with_one_line_each():
+    series = {f"category {i}": [(1, i / 20), (2, i / 15)] for i in range(13)}
+    html = charts.line_chart(series, y_range=(0.0, 1.0), title="Success rate by category")
+    assert html.startswith('<div class="chart-grid">')
+    assert html.count('class="chart-panel"') == 13
+    assert ">Success rate by category</div>" in html
+    assert html.count("<polyline") == 13
+    assert 'class="legend-item"' not in html  # each panel is named by its title instead
+    for i in range(13):
+        assert f"<figcaption>category {i}</figcaption>" in html
+
+
+def test_a_few_series_share_one_plot_with_a_legend_that_does_not_collide():
+    names = [
+        "sft loss on the warm-up demonstrations",
+        "grpo loss",
+        "a third series with a long name",
+    ]
+    svg = charts.line_chart({name: [(0, 0.1), (1, 0.2)] for name in names}, width=640)
+    root = parse(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    items = root.findall(f".//{ns}g[@class='legend-item']") or root.findall(
+        ".//g[@class='legend-item']"
+    )
+    entries = []
+    for item in items:
+        rect, text = item[0], item[1]
+        entries.append((float(rect.get("y")), float(rect.get("x")), text.text))
+    assert sorted(e[2] for e in entries) == sorted(names)
+    for y, x, text in entries:  # each label ends before the next entry on its row begins
+        end = x + 14 + charts.LEGEND_CHAR_WIDTH * len(text)
+        later = [ox for oy, ox, _ in entries if oy == y and ox > x]
+        assert not later or end <= min(later), text
+        assert end <= 640, text
+
+
+def test_plain_metric_names_come_from_one_mapping():
+    from aw_site.metric_names import plain_metric_name
+
+    assert plain_metric_name("frac_reward_zero_std") == "groups with no reward spread (share)"
+    assert plain_metric_name("tools/call_frequency") == "tool calls per rollout"
+    assert plain_metric_name("new/metric_key") == "new metric key"

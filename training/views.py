@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from aw_site import charts
 from aw_site.console import console_action, console_page, page_of, pretty_json, whole_number
+from aw_site.metric_names import plain_metric_name, plain_phase_name
 from aw_site.roles import REVIEWER, role_required
 from environments.models import Environment
 from training.models import Policy, TrainingMetric, TrainingRun
@@ -36,57 +37,89 @@ def training_run_list(request):
     return render(request, "training/run_list.html", context)
 
 
+# The charted metrics by panel group; each (phase, metric) gets its own small chart, so no two
+# quantities (or two phases' step counters: SFT's and GRPO's) share an axis.
+CHART_GROUPS = {
+    "reward": ("reward_mean", "success_rate"),
+    "optim": ("loss", "kl"),
+    "signal": (
+        "frac_reward_zero_std",
+        "tools/call_frequency",
+        "tools/failure_frequency",
+        "episodes/token_budget_ended",
+    ),
+}
+CHART_TITLES = {
+    "reward": "Reward and success rate",
+    "optim": "Loss and KL divergence",
+    "signal": "GRPO signal: is there anything to learn from?",
+}
+PHASE_ORDER = {"sft": 0, "grpo": 1}  # the warm-up comes first, as it runs first
+SHARE_METRICS = frozenset(
+    {
+        "success_rate",
+        "frac_reward_zero_std",
+        "tools/failure_frequency",
+        "episodes/token_budget_ended",
+    }
+)
+
+
+def _metric_panels(
+    curves: dict[tuple[str, str], list[tuple[float, float]]], keys: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """One small chart per (phase, metric) with data, captioned in plain words."""
+    panels = []
+    in_order = sorted(
+        curves.items(), key=lambda item: PHASE_ORDER.get(item[0][0], len(PHASE_ORDER))
+    )
+    for key in keys:
+        for (phase, metric), points in in_order:
+            if metric != key:
+                continue
+            name = key if phase == "grpo" else f"{phase} {key}"  # the data-series key
+            caption = f"{plain_phase_name(phase)}: {plain_metric_name(key)}"
+            svg = charts.line_chart(
+                {name: points},
+                width=360,
+                height=180,
+                y_range=(0.0, 1.0) if key in SHARE_METRICS else None,
+                x_label=f"{plain_phase_name(phase)} step",
+                aria_label=caption,
+            )
+            panels.append((caption, svg))
+    return panels
+
+
 def metric_charts(run: TrainingRun) -> dict[str, Any]:
-    """Reward/success, KL/loss and GRPO-signal curves (share of groups with zero reward
+    """Reward/success, loss/KL and GRPO-signal curves (share of groups with zero reward
     variance, tool calls per rollout, failed-call share, episodes ended by the token budget)
-    from the run's metric rows, plus the latest values."""
+    from the run's metric rows, one small chart per quantity and phase, plus the latest values."""
     metrics = list(
         TrainingMetric.objects.filter(run=run)
         .order_by("step")
         .values_list("phase", "step", "values")
     )
-    series: dict[str, dict[str, list[tuple[float, float]]]] = {
-        "reward": {},
-        "optim": {},
-        "signal": {},
-    }
+    curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    charted = {key for keys in CHART_GROUPS.values() for key in keys}
     latest: dict[str, Any] = {}
     for phase, step, values in metrics:
         if not isinstance(values, dict):
             continue
-        for key, group in (
-            ("reward_mean", "reward"),
-            ("success_rate", "reward"),
-            ("kl", "optim"),
-            ("loss", "optim"),
-            ("frac_reward_zero_std", "signal"),
-            ("tools/call_frequency", "signal"),
-            ("tools/failure_frequency", "signal"),
-            ("episodes/token_budget_ended", "signal"),
-        ):
+        for key in charted:
             value = values.get(key)
             if isinstance(value, int | float):
-                name = key if phase == "grpo" else f"{phase} {key}"
-                series[group].setdefault(name, []).append((step, float(value)))
+                curves.setdefault((phase, key), []).append((step, float(value)))
         latest = {"step": step, "phase": phase, **values}
-    return {
-        "reward_chart": mark_safe(
-            charts.line_chart(series["reward"], x_label="step", title="Reward and success rate")
-        ),
-        "optim_chart": mark_safe(
-            charts.line_chart(series["optim"], x_label="step", title="KL and loss")
-        ),
-        # Is there anything to learn from? Groups with one reward, tool use, budget cuts.
-        "signal_chart": mark_safe(
-            charts.line_chart(
-                series["signal"],
-                x_label="step",
-                title="GRPO signal: zero-variance groups, tool calls per rollout",
-            )
-        ),
-        "latest": latest,
-        "metric_count": len(metrics),
-    }
+    drawn = {}
+    for group, keys in CHART_GROUPS.items():
+        panels = _metric_panels(curves, keys)
+        drawn[f"{group}_chart"] = mark_safe(
+            charts.panel_grid(panels, title=CHART_TITLES[group])
+            if panels
+            else charts.line_chart({}, title=CHART_TITLES[group])
+        )
+    return {**drawn, "latest": latest, "metric_count": len(metrics)}
 
 
 def _run_is_live(run: TrainingRun) -> bool:
