@@ -94,7 +94,8 @@ def _metric_panels(
 def metric_charts(run: TrainingRun) -> dict[str, Any]:
     """Reward/success, loss/KL and GRPO-signal curves (share of groups with zero reward
     variance, tool calls per rollout, failed-call share, episodes ended by the token budget)
-    from the run's metric rows, one small chart per quantity and phase, plus the latest values."""
+    from the run's metric rows, one small chart per quantity and phase (the metric cards are
+    training.run_cards)."""
     metrics = list(
         TrainingMetric.objects.filter(run=run)
         .order_by("step")
@@ -102,7 +103,6 @@ def metric_charts(run: TrainingRun) -> dict[str, Any]:
     )
     curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
     charted = {key for keys in CHART_GROUPS.values() for key in keys}
-    latest: dict[str, Any] = {}
     for phase, step, values in metrics:
         if not isinstance(values, dict):
             continue
@@ -110,7 +110,6 @@ def metric_charts(run: TrainingRun) -> dict[str, Any]:
             value = values.get(key)
             if isinstance(value, int | float):
                 curves.setdefault((phase, key), []).append((step, float(value)))
-        latest = {"step": step, "phase": phase, **values}
     drawn = {}
     for group, keys in CHART_GROUPS.items():
         panels = _metric_panels(curves, keys)
@@ -119,7 +118,7 @@ def metric_charts(run: TrainingRun) -> dict[str, Any]:
             if panels
             else charts.line_chart({}, title=CHART_TITLES[group])
         )
-    return {**drawn, "latest": latest, "metric_count": len(metrics)}
+    return {**drawn, "metric_count": len(metrics)}
 
 
 def _run_is_live(run: TrainingRun) -> bool:
