@@ -26,6 +26,7 @@ from arena.error_taxonomy import (
     required_tools,
     write_count,
 )
+from aw_site.labels import in_words
 from tasks.reward_breakdown import RewardBreakdown
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.trajectory import Trajectory
@@ -359,7 +360,9 @@ def offline_analysis(summary: DiagnosisSummary) -> str:
         return "\n".join(lines)
     ranked = sorted(summary.label_counts.items(), key=lambda i: (-i[1], ERROR_LABELS.index(i[0])))
     lines.append(
-        "Most frequent errors: " + ", ".join(f"{label} ({count})" for label, count in ranked) + "."
+        "Most frequent errors: "
+        + ", ".join(f"{in_words(label)} ({count})" for label, count in ranked)
+        + "."
     )
     weak_caps = summary.weakest_capabilities()
     if weak_caps:
@@ -372,7 +375,7 @@ def offline_analysis(summary: DiagnosisSummary) -> str:
         lines.append(
             f"Environment {score.name}: success {_percent(score.success_rate)}, mean reward "
             f"{score.mean_reward:.2f}, mostly "
-            f"{', '.join(score.top_errors) or 'unlabelled failures'}."
+            f"{', '.join(in_words(e) for e in score.top_errors) or 'unlabelled failures'}."
         )
     for score in summary.weakest_categories(1):
         lines.append(
@@ -383,7 +386,7 @@ def offline_analysis(summary: DiagnosisSummary) -> str:
         example = next(f for f in summary.failures if label in f.kinds)
         evidence = next(lab for lab in example.labels if lab.kind == label)
         lines.append(
-            f"Example of {label}: task {example.task_id or '?'} in {example.environment}: "
+            f"Example of {in_words(label)}: task {example.task_id or '?'} in {example.environment}: "
             f"{evidence.explanation}."
         )
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from aw_site.labels import value_in_words
 from tasks.gold_results import canonical_value
 from tasks.gold_tools import tools_called_in_solution
 from tasks.reward_breakdown import RewardBreakdown
@@ -407,7 +408,8 @@ def detect_wrong_answer(
     return ErrorLabel(
         WRONG_ANSWER,
         (answer_step,) if answer_step is not None else (),
-        f"answer {str(given)[:80]!r} does not match reference {str(reference)[:80]!r} "
+        f"answer '{value_in_words(given)[:80]}' does not match reference "
+        f"'{value_in_words(reference)[:80]}' "
         f"(answer score {answer_score:.2f}{'; ' + reason if reason else ''})",
         {"final_answer": given, "reference_answer": reference, "answer_score": answer_score},
     )

@@ -33,6 +33,7 @@ from arena.review_queue import bulk_review, group_proposals
 from arena.round_config import RoundConfig
 from aw_site import charts
 from aw_site.console import JOB_POLL, console_action, console_page, pretty_json
+from aw_site.labels import in_words
 from aw_site.roles import REVIEWER
 from tasks.models import Task
 from tasks.privacy import may_see_answers, public_evidence
@@ -244,7 +245,11 @@ def distribution_charts(report: DiagnosisReport | None) -> dict[str, str]:
     distribution = report.distribution if report and isinstance(report.distribution, dict) else {}
     return {
         "label_chart": mark_safe(
-            charts.bar_chart(_counts(distribution.get("by_label")), title="Failures by error label")
+            charts.bar_chart(
+                _counts(distribution.get("by_label")),
+                title="Failures by error label",
+                label_words=in_words,
+            )
         ),
         "category_chart": mark_safe(
             charts.bar_chart(

@@ -7,7 +7,7 @@ templates mark safe. Every label that reaches the SVG is XML-escaped here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 
 PALETTE = (
@@ -247,8 +247,10 @@ def bar_chart(
     value_format: str = "{:g}",
     empty_message: str = "No data",
     limit: int = 20,
+    label_words: Callable[[str], str] | None = None,
 ) -> str:
-    """Horizontal bars, largest first, each labelled with its value."""
+    """Horizontal bars, largest first, each labelled with its value. ``label_words`` writes a
+    bar's key (an internal name, kept in ``data-label``) as the words a reader sees."""
     rows = sorted(((str(k), float(v)) for k, v in bars), key=lambda kv: (-kv[1], kv[0]))[:limit]
     if not rows:
         return _empty(width, 80, empty_message)
@@ -263,14 +265,15 @@ def bar_chart(
     if title:
         parts.append(f'<text x="0" y="15" font-size="13" font-weight="600">{escape(title)}</text>')
     for index, (label, value) in enumerate(rows):
+        shown = label_words(label) if label_words else label
         y = top + index * (bar_height + 6)
         w = max(1.0, value / high * plot_w) if value > 0 else 0
         parts.append(
             f'<g class="bar" data-label="{escape(label)}" data-value="{value:g}">'
             f'<text x="{label_w - 8}" y="{y + bar_height * 0.7:.1f}" text-anchor="end" '
-            f'fill="#374151">{escape(_clip(label, 28))}</text>'
+            f'fill="#374151">{escape(_clip(shown, 28))}</text>'
             f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_height}" rx="3" '
-            f'fill="{color}"><title>{escape(label)}: {value:g}</title></rect>'
+            f'fill="{color}"><title>{escape(shown)}: {value:g}</title></rect>'
             f'<text x="{label_w + w + 6:.1f}" y="{y + bar_height * 0.7:.1f}" fill="#111827">'
             f"{escape(value_format.format(value))}</text></g>"
         )

@@ -412,7 +412,7 @@ def test_offline_analysis_is_deterministic_and_grounded_in_counts():
     assert first.analysis == second.analysis
     assert first.analysis_source == "offline"
     assert "3 failed" in first.analysis
-    assert "premature_answer (2)" in first.analysis
+    assert "premature answer (2)" in first.analysis  # labels in words, not identifiers
     assert "Environment airports: success 33.3%" in first.analysis
     assert "multi-step planning (score 0.60)" in first.analysis
 
@@ -449,7 +449,7 @@ def test_llm_failure_falls_back_to_offline_summary(monkeypatch):
         summary = diagnose(round_episodes())
     assert summary.analysis_source == "offline"
     assert "LLM analysis unavailable" in summary.analysis
-    assert "premature_answer (2)" in summary.analysis
+    assert "premature answer (2)" in summary.analysis
 
 
 def test_an_answer_without_the_write_is_a_missing_update_not_a_premature_answer():

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from aw_site.labels import in_words
 from environments.models import Environment
 from environments.versions import current_versions
 from tasks.models import Task
@@ -483,7 +484,7 @@ def train(
         else:
             progress(
                 {"gold": 0.05, "eval_before": 0.1, "sft": 0.3, "eval_after": 0.98}.get(phase, 0.2),
-                f"{phase} done",
+                f"{in_words(phase)} done",
             )
 
     checkpoints: list[str] = []

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 import inflect
 from django import template
+
+from aw_site import labels
 
 register = template.Library()
 _INFLECT = inflect.engine()
@@ -91,6 +94,39 @@ def as_json(value: Any) -> str:
 @register.filter
 def humanize_label(value: Any) -> str:
     return str(value).replace("_", " ")
+
+
+@register.filter
+def words(value: Any) -> str:
+    """An internal name (error label, fault kind, audit check, phase, state) in words."""
+    return labels.in_words(value)
+
+
+@register.filter
+def value_words(value: Any) -> str:
+    """A stored value (a dict, a list, a path) written as text, not as JSON or a repr."""
+    return labels.value_in_words(value)
+
+
+@register.filter
+def facts(value: Any) -> list[tuple[str, str]]:
+    """A stored mapping as (plain name, value in words) rows for a table."""
+    return labels.facts_in_words(value)
+
+
+@cache
+def _has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@register.filter
+def queue_words(queue: Any) -> str:
+    """The queue a job ran on, in words; the training queue says whether a GPU serves it."""
+    return labels.queue_in_words(str(queue), has_gpu=_has_gpu())
 
 
 @register.filter
