@@ -212,4 +212,4 @@ def test_task_detail_page(signed_in, bookstore):
     body = signed_in.get(reverse("task-detail", args=[task.pk])).content.decode()
     assert "Gold chain" in body and "place_order" in body
     assert "a single number, rounded to 2 decimals" in body
-    assert "Verifier audit" in body and ">no_op<" in body and "not solved" in body
+    assert "Verifier audit" in body and ">no-op run<" in body and "not solved" in body

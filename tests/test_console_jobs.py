@@ -54,10 +54,33 @@ def test_progress_fragment_follows_the_job_until_it_finishes(signed_in):
 
 
 @pytest.mark.django_db
-def test_job_detail(signed_in):
-    job = factories.make_job(arguments={"round": 3}, target="round:3")
+def test_job_detail(signed_in, client, reviewer):
+    job = factories.make_job(
+        arguments={"round": 3, "output_dir": "/srv/aw/runs/3"}, target="round:3"
+    )
     body = signed_in.get(reverse("job-detail", args=[job.pk])).content.decode()
-    assert "round:3" in body and "&quot;round&quot;: 3" in body
+    # Arguments as a table of plain names and values; a server path by its last part only.
+    assert "round:3" in body and '<th scope="row">round</th><td>3</td>' in body
+    assert '<th scope="row">output dir</th><td>…/3</td>' in body and "/srv/aw" not in body
+    client.force_login(reviewer)
+    raw = client.get(reverse("job-detail", args=[job.pk])).content.decode()
+    assert "<details" in raw and "&quot;output_dir&quot;: &quot;/srv/aw/runs/3&quot;" in raw
+
+
+@pytest.mark.django_db
+def test_a_training_job_says_whether_a_gpu_or_the_cpu_runs_it(signed_in, monkeypatch):
+    from aw_site.templatetags import console
+
+    job = factories.make_job("training.run", queue=Job.Queue.GPU)
+    factories.make_job("tasks.synthesize")
+    console._has_gpu.cache_clear()
+    monkeypatch.setattr(console, "_has_gpu", lambda: False)
+    listed = signed_in.get(reverse("job-list")).content.decode()
+    assert '<span class="badge" data-queue="gpu">training (CPU)</span>' in listed
+    assert '<span class="badge" data-queue="default">general</span>' in listed
+    monkeypatch.setattr(console, "_has_gpu", lambda: True)
+    detail = signed_in.get(reverse("job-detail", args=[job.pk])).content.decode()
+    assert '<dd data-queue="gpu">training (GPU)</dd>' in detail
 
 
 @pytest.mark.django_db
