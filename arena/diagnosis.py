@@ -444,7 +444,8 @@ def llm_analysis(
             "environments. Every failure below is labelled from executable evidence. Write a "
             "short analysis (at most 200 words) of the agent's weaknesses and what training data "
             "would address them. Cite labels, environments and task ids; claim nothing the "
-            "evidence does not show.",
+            "evidence does not show. Write for a person: label names in words (wrong answer, not "
+            "wrong_answer), values as plain text, no JSON, code or Python literals.",
         },
         {"role": "user", "content": json.dumps(facts, indent=1, default=str)},
     ]

@@ -286,3 +286,10 @@ def test_the_written_analysis_names_labels_and_values_in_words():
     assert "Example of wrong answer" in analysis
     assert "answer 'booking 2' does not match reference 'booking 1; flight 7'" in analysis
     assert not any(marker in analysis for marker in (*REPRS, '{"', "wrong_answer"))
+
+
+def test_every_internal_name_has_words():
+    for name in INTERNAL_NAMES:
+        assert "_" not in in_words(name), name
+    assert in_words("eval_after") == "held-out, after training"
+    assert in_words("no_op") == "no-op run"

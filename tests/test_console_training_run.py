@@ -122,3 +122,27 @@ def test_the_training_set_is_on_the_page_not_in_its_title(client, viewer):
     title = body[body.index("<title>") : body.index("</title>")]
     assert title == f"<title>Training run #{run.pk} · Agent-World"
     assert 'id="training-set"' in body[body.index("</title>") :]
+
+
+@pytest.mark.django_db
+def test_configuration_and_summary_read_as_a_table_with_the_raw_data_for_reviewers(
+    client, viewer, reviewer
+):
+    run = factories.make_training_run(
+        metrics=0,
+        config={"learning_rate": 1e-5, "task_kinds": ["graph", "programmatic"]},
+        summary={"tasks": 8, "eval_after": {"reward_mean": 0.5}, "checkpoint": "/srv/aw/ck/run-4"},
+    )
+    url = reverse("training-run-detail", args=[run.pk])
+    client.force_login(viewer)
+    body = client.get(url).content.decode()
+    config = body.split('id="run-config"', 1)[1].split("</table>", 1)[0]
+    assert '<th scope="row">learning rate</th><td>1e-05</td>' in config
+    assert '<th scope="row">task kinds</th><td>graph, programmatic</td>' in config
+    summary = body.split('id="run-summary"', 1)[1].split("</table>", 1)[0]
+    assert '<th scope="row">held-out, after training: mean reward</th><td>0.5</td>' in summary
+    assert "<td>…/run-4</td>" in summary and "/srv/aw" not in body
+    assert "&quot;learning_rate&quot;" not in body  # no raw JSON for a viewer
+    client.force_login(reviewer)
+    raw = client.get(url).content.decode()
+    assert "<details" in raw and "&quot;learning_rate&quot;: 1e-05" in raw

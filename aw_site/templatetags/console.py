@@ -93,7 +93,8 @@ def as_json(value: Any) -> str:
 
 @register.filter
 def humanize_label(value: Any) -> str:
-    return str(value).replace("_", " ")
+    """The older name of ``words``: the same words for an internal name."""
+    return labels.in_words(value)
 
 
 @register.filter
