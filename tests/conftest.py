@@ -11,8 +11,15 @@ from rest_framework.test import APIClient
 
 from aw_site.jobs import WORKER_SHUTTING_DOWN
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
+from tests.support.stack_markers import mark_database_tests
 
 PASSWORD = "correct horse battery staple"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that reach the database: the embedded-default pass of `./dev test` runs only
+    those (`-m uses_database`), since the rest behave the same on both stacks."""
+    mark_database_tests(items)
 
 
 def make_user(django_user_model, username: str, role: str | None):
