@@ -11,8 +11,15 @@ from rest_framework.test import APIClient
 
 from aw_site.jobs import WORKER_SHUTTING_DOWN
 from aw_site.roles import ADMIN, REVIEWER, VIEWER, grant_role
+from tests.support.stack_markers import mark_database_tests
 
 PASSWORD = "correct horse battery staple"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that reach the database: the embedded-default pass of `./dev test` runs only
+    those (`-m uses_database`), since the rest behave the same on both stacks."""
+    mark_database_tests(items)
 
 
 def make_user(django_user_model, username: str, role: str | None):
@@ -96,14 +103,17 @@ STARTER_FOR_TASKS = ("airports", "world_cities", "languages", "stocks")
 
 
 @pytest.fixture(scope="session")
-def starter_package_paths(tmp_path_factory):
-    """Package directories of a few starter-catalogue environments, built once per session."""
-    from environments.discovery.catalogue import main as build_catalogue
+def starter_catalogue(tmp_path_factory):
+    """Starter-catalogue environments, each built at most once per session, on first request."""
+    from tests.support.starter_catalogue import SharedStarterCatalogue
 
-    root = tmp_path_factory.mktemp("starter")
-    only = ",".join(STARTER_FOR_TASKS)
-    assert build_catalogue(["--out", str(root), "--workers", "1", "--only", only]) == 0
-    return {name: root / name / "v1" for name in STARTER_FOR_TASKS}
+    return SharedStarterCatalogue(tmp_path_factory.mktemp("starter"))
+
+
+@pytest.fixture(scope="session")
+def starter_package_paths(starter_catalogue):
+    """Package directories of a few starter-catalogue environments, built once per session."""
+    return starter_catalogue.paths(STARTER_FOR_TASKS)
 
 
 @pytest.fixture(scope="session")

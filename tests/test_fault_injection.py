@@ -84,10 +84,11 @@ def test_the_trajectory_records_the_injected_fault(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def small_catalogue(starter_package_paths):
+def small_catalogue(starter_catalogue):
     names = ("airports", "world_cities")
+    paths = starter_catalogue.paths(names)
     with SandboxPool(workers=2) as pool:
-        packages = {name: load_package(starter_package_paths[name]) for name in names}
+        packages = {name: load_package(paths[name]) for name in names}
         tasks = []
         for package in packages.values():
             tasks += synthesize_calibration_tasks(package, pool, graph=4, programs=1)

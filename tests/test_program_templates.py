@@ -14,7 +14,6 @@ import random
 
 import pytest
 
-from environments.discovery.catalogue import STARTER_SPECS, build_starter_catalogue
 from environments.runtime import SandboxPool, load_package
 from tasks.answer_contract import task_contract
 from tasks.audit import wrong_answer
@@ -37,10 +36,9 @@ def pool():
 
 
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory):
-    root = tmp_path_factory.mktemp("catalogue")
-    specs = [s for s in STARTER_SPECS if s["name"] in STARTERS]
-    entries = build_starter_catalogue(root, workers=1, specs=specs)
+def packages(tmp_path_factory, starter_catalogue):
+    # the session's shared builds: world_cities and stocks also serve the task-tier tests
+    entries = list(starter_catalogue.entries(STARTERS).values())
     assert all(e.path and e.verified for e in entries), [e.error for e in entries]
     found = {e.name: load_package(e.path) for e in entries}
     found["bookstore"] = load_package(build_sample_package(tmp_path_factory.mktemp("pkg")))

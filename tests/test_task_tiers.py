@@ -40,7 +40,7 @@ def pool():
 
 
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory, pool, starter_package_paths):
+def packages(tmp_path_factory, pool, starter_catalogue):
     from environments.builder.pipeline import run_pipeline
     from environments.builder.request import BuildRequest
 
@@ -49,10 +49,11 @@ def packages(tmp_path_factory, pool, starter_package_paths):
     shutil.copy(RETAIL, upload / "retail.json")
     request = BuildRequest.for_upload([str(upload / "retail.json")], "retail.json", str(upload))
     retail = run_pipeline(request, root=root, workdir=tmp_path_factory.mktemp("work"), pool=pool)
+    starters = starter_catalogue.paths(("airports", "world_cities"))
     return {
         "bookstore": load_package(build_sample_package(tmp_path_factory.mktemp("pkg"))),
-        "airports": load_package(starter_package_paths["airports"]),
-        "world_cities": load_package(starter_package_paths["world_cities"]),
+        "airports": load_package(starters["airports"]),
+        "world_cities": load_package(starters["world_cities"]),
         "retail": load_package(retail.path),
     }
 
