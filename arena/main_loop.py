@@ -299,7 +299,6 @@ class LoopView:
     seconds_left: float | None
     elapsed_seconds: float
 
-
     @property
     def left_text(self) -> str:
         return about_minutes(self.seconds_left) if self.seconds_left is not None else ""

@@ -50,7 +50,9 @@ def test_the_estimate_follows_progress_and_the_speed_of_finished_stages():
     assert untouched == pytest.approx(sum(s["expected_seconds"] for s in stages))
     # The catalogue took twice its a-priori time: what is left is expected twice as long.
     catalogue = stages[0]
-    catalogue["started_at"] = (now - timedelta(seconds=2 * catalogue["expected_seconds"])).isoformat()
+    catalogue["started_at"] = (
+        now - timedelta(seconds=2 * catalogue["expected_seconds"])
+    ).isoformat()
     catalogue["finished_at"] = now.isoformat()
     # Half of the tasks stage done in 10 s: 10 s more for it.
     stages[1].update(started_at=(now - timedelta(seconds=10)).isoformat(), progress=0.5)
@@ -114,3 +116,19 @@ def test_the_first_visit_guide_is_shown_once_per_user(client, viewer):
     answer = client.post(reverse("guide-dismiss"))
     assert answer.status_code == 302
     assert 'id="first-visit-guide"' not in client.get(reverse("home")).content.decode()
+
+
+def test_the_tiny_local_policy_is_said_to_run_the_loop_not_to_score(client, viewer):
+    from tests.support import factories
+
+    tiny = factories.make_policy("tiny-qwen2", kind="local_hf")
+    factories.make_round(1, policy=tiny, status="training")
+    factories.make_round(2, policy=factories.make_policy("my-agent"), status="training")
+    client.force_login(viewer)
+    note = "there to run the loop"
+    assert note in client.get(reverse("round-detail", args=[1])).content.decode()
+    assert note not in client.get(reverse("round-detail", args=[2])).content.decode()
+    # The dashboard says it where the latest round evaluates the tiny policy.
+    assert note not in client.get(reverse("home")).content.decode()
+    factories.make_round(3, policy=tiny, status="evaluating")
+    assert "expect 0 successes" in client.get(reverse("home")).content.decode()

@@ -60,6 +60,7 @@ EMBEDDED_TRAINING = {
 DEMO_USERS = (("admin", ADMIN), ("reviewer", REVIEWER), ("viewer", VIEWER))
 JOB_WORKERS = 3  # one follows the main loop, two run its builds, syntheses and round steps
 SERVER_START_SECONDS = 60
+WORKER_NICE = 10  # the console stays quick while a round trains on the same cores
 
 
 def quiet_library_progress() -> None:
@@ -142,7 +143,8 @@ class Command(BaseCommand):
             if recovered:
                 self.say(f"retrying jobs an earlier run left unfinished: {recovered}")
             self.workers = [
-                self.start_child(["run_job_worker"]) for _ in range(options["job_workers"])
+                self.start_child(["run_job_worker", f"--nice={WORKER_NICE}"])
+                for _ in range(options["job_workers"])
             ]
             if not skip_loop:
                 self.follow(self.main_loop_job(options))

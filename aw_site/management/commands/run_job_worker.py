@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
@@ -18,10 +19,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--queues", default="", help="comma-separated queues (default: all)")
         parser.add_argument("--max-jobs", type=int, default=None, help="exit after this many")
+        parser.add_argument(
+            "--nice", type=int, default=0, help="lower this process's CPU priority (0-19)"
+        )
 
-    def handle(self, *args, queues: str, max_jobs: int | None, **options):
+    def handle(self, *args, queues: str, max_jobs: int | None, nice: int, **options):
         if settings.AW_JOBS_MODE == "celery":
             raise CommandError("CELERY_BROKER_URL is set: jobs go to the Celery workers instead")
+        if nice > 0:
+            # Next to the web server on the same cores: the console answers first, the training
+            # and the sandboxes (children inherit it) take what is left.
+            os.nice(min(19, nice))
         stop = threading.Event()
 
         def shut_down(signum, frame):
