@@ -73,6 +73,8 @@ def quiet_library_progress() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
+    # The libraries' deprecation notices (transformers, TRL) between the stage lines, likewise.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
 
 
 def loop_arguments(

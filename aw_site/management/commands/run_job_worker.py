@@ -39,5 +39,8 @@ class Command(BaseCommand):
             stop.set()
             raise SystemExit(0)
 
+        # Ctrl-C in the terminal reaches every process of the group: stop at once either way
+        # (also where a non-interactive shell started this one with SIGINT ignored).
         signal.signal(signal.SIGTERM, shut_down)
+        signal.signal(signal.SIGINT, shut_down)
         run_worker(stop, queues=[q for q in queues.split(",") if q] or None, max_jobs=max_jobs)
