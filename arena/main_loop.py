@@ -31,14 +31,26 @@ KIND = "arena.main_loop"
 POLL_SECONDS = 1.0
 # A-priori seconds per stage on two CPU cores (measured with the default loop, docs/benchmarks.md);
 # the estimate scales them by how fast the finished stages ran against theirs.
-EXPECTED_SECONDS = {"catalogue_per_source": 25.0, "tasks_per_environment": 10.0, "round": 300.0}
-ROUND_STEPS = [
-    EvolutionRound.Status.EVALUATING,
-    EvolutionRound.Status.DIAGNOSING,
-    EvolutionRound.Status.AWAITING_APPROVAL,
-    EvolutionRound.Status.EXPANDING,
-    EvolutionRound.Status.TRAINING,
-]
+EXPECTED_SECONDS = {"catalogue_per_source": 6.0, "tasks_per_environment": 3.0, "round": 360.0}
+# Each step's share of a round's time (measured: the short default loop on two cores), so the
+# round's progress, and the estimate drawn from it, advance with time rather than with steps.
+ROUND_STEP_SHARES = {
+    EvolutionRound.Status.EVALUATING: 0.15,
+    EvolutionRound.Status.DIAGNOSING: 0.02,
+    EvolutionRound.Status.AWAITING_APPROVAL: 0.01,
+    EvolutionRound.Status.EXPANDING: 0.37,
+    EvolutionRound.Status.TRAINING: 0.45,
+}
+
+
+def round_progress(status: str, step_progress: float) -> float:
+    """The share of the round done: the steps before this one, and this one's own progress."""
+    done = 0.0
+    for step, share in ROUND_STEP_SHARES.items():
+        if step == status:
+            return done + share * step_progress
+        done += share
+    return 1.0 if status == EvolutionRound.Status.DONE else 0.0
 
 
 def plan_stages(sources: list[str], rounds: int) -> list[dict[str, Any]]:
@@ -216,9 +228,8 @@ class _Loop:
             if status == EvolutionRound.Status.DONE:
                 break
             job = evolution_round.current_job
-            step = ROUND_STEPS.index(status) if status in ROUND_STEPS else 0
             within = job.progress if job is not None and not job.is_finished else 0.0
-            self.report((step + within) / len(ROUND_STEPS))
+            self.report(round_progress(status, within))
             time.sleep(POLL_SECONDS)
         evaluation = evolution_round.evaluations.first()
         if evaluation is None:
@@ -346,16 +357,17 @@ def loop_view(job: Job | None, now: datetime | None = None) -> LoopView | None:
 
 def estimate_seconds_left(stages: list[dict[str, Any]], now: datetime) -> float:
     """What is left, from the running stage's progress and elapsed time and the a-priori
-    durations of the stages to come, scaled by how the finished stages compared with theirs."""
-    done = [s for s in stages if s["finished_at"]]
-    expected_done = sum(s["expected_seconds"] for s in done)
-    actual_done = sum(seconds_between(s["started_at"], s["finished_at"]) for s in done)
+    durations of the stages to come; rounds to come are scaled by how the finished rounds
+    compared with theirs (a quick catalogue says little about training)."""
+    rounds_done = [s for s in stages if s["finished_at"] and s["key"].startswith("round-")]
+    expected_done = sum(s["expected_seconds"] for s in rounds_done)
+    actual_done = sum(seconds_between(s["started_at"], s["finished_at"]) for s in rounds_done)
     speed = min(3.0, max(0.3, actual_done / expected_done)) if expected_done > 0 else 1.0
     left = 0.0
     for stage in stages:
         if stage["finished_at"]:
             continue
-        expected = stage["expected_seconds"] * speed
+        expected = stage["expected_seconds"] * (speed if stage["key"].startswith("round-") else 1)
         if stage["started_at"]:
             elapsed = (now - datetime.fromisoformat(stage["started_at"])).total_seconds()
             progress = stage["progress"]

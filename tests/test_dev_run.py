@@ -11,7 +11,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.main_loop import KIND, estimate_seconds_left, loop_view, plan_stages
+from arena.main_loop import KIND, estimate_seconds_left, loop_view, plan_stages, round_progress
 from aw_site.job_worker import run_worker
 from aw_site.jobs import enqueue
 from aw_site.management.commands.run_embedded import FIRST_SOURCES, loop_arguments
@@ -43,21 +43,28 @@ def test_the_main_loop_runs_catalogue_then_tasks_then_each_round():
     assert "2 sources" in stages[0]["label"] and "round 2 of 2" in stages[3]["label"]
 
 
-def test_the_estimate_follows_progress_and_the_speed_of_finished_stages():
+def test_the_estimate_follows_progress_and_the_speed_of_finished_rounds():
     now = timezone.now()
-    stages = plan_stages(["iris", "cars"], rounds=1)
+    stages = plan_stages(["iris", "cars"], rounds=2)
     untouched = estimate_seconds_left(stages, now)
     assert untouched == pytest.approx(sum(s["expected_seconds"] for s in stages))
-    # The catalogue took twice its a-priori time: what is left is expected twice as long.
-    catalogue = stages[0]
-    catalogue["started_at"] = (
-        now - timedelta(seconds=2 * catalogue["expected_seconds"])
-    ).isoformat()
-    catalogue["finished_at"] = now.isoformat()
-    # Half of the tasks stage done in 10 s: 10 s more for it.
-    stages[1].update(started_at=(now - timedelta(seconds=10)).isoformat(), progress=0.5)
-    left = estimate_seconds_left(stages, now)
-    assert left == pytest.approx(10 + 2 * stages[2]["expected_seconds"])
+    for stage in stages[:2]:
+        stage.update(started_at=now.isoformat(), finished_at=now.isoformat(), progress=1.0)
+    # Round 1 took twice its a-priori time: round 2 is expected to take twice as long too.
+    first = stages[2]
+    first["started_at"] = (now - timedelta(seconds=2 * first["expected_seconds"])).isoformat()
+    first["finished_at"] = now.isoformat()
+    assert estimate_seconds_left(stages, now) == pytest.approx(2 * stages[3]["expected_seconds"])
+    # Round 2 a quarter done in 60 s: 180 s more.
+    stages[3].update(started_at=(now - timedelta(seconds=60)).isoformat(), progress=0.25)
+    assert estimate_seconds_left(stages, now) == pytest.approx(180)
+
+
+def test_a_rounds_progress_weighs_its_steps_by_their_time():
+    assert round_progress("evaluating", 0.0) == 0.0
+    assert round_progress("training", 0.0) == pytest.approx(0.55)
+    assert round_progress("training", 1.0) == pytest.approx(1.0)
+    assert round_progress("done", 0.0) == 1.0
 
 
 def test_the_default_loop_is_short_and_full_is_the_long_one():
