@@ -19,12 +19,17 @@ import sys
 import time
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 PAGES = ["/", "/environments/", "/rounds/", "/rounds/{round}/", "/trajectories/", "/jobs/"]
 
 
 def sign_in(base: str, username: str, password: str) -> requests.Session:
     session = requests.Session()
+    # gunicorn closes an idle keep-alive connection after 2 s: a request racing that close is
+    # sent again rather than counted as an error.
+    session.mount("http://", HTTPAdapter(max_retries=Retry(total=2, allowed_methods=["GET"])))
     form = session.get(f"{base}/accounts/login/", timeout=30)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
     if token is None:
@@ -47,7 +52,7 @@ def wait_for_training(session: requests.Session, base: str, seconds: float) -> N
         page = session.get(f"{base}/jobs/?state=running", timeout=30).text
         if "arena.train" in page or "training.train" in page:
             return
-        time.sleep(2)
+        time.sleep(1)
     raise SystemExit(f"no training job ran within {seconds:.0f} s")
 
 

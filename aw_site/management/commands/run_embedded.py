@@ -126,6 +126,9 @@ class Command(BaseCommand):
         # children alike: nothing runs in the web server's threads.
         os.environ["AW_JOBS_MODE"] = "db"
         settings.AW_JOBS_MODE = "db"
+        # SIGTERM (a service manager, a test) stops the children as Ctrl-C does.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         self.children: list[subprocess.Popen] = []
         self.workers: list[subprocess.Popen] = []
         started = time.monotonic()
