@@ -122,6 +122,7 @@ class Command(BaseCommand):
                 "run_embedded is the embedded default: unset CELERY_BROKER_URL, or use the Celery workers"
             )
         quiet_library_progress()
+        self.no_serve = no_serve
         # Jobs stay queued in the database for the worker processes, in this process and its
         # children alike: nothing runs in the web server's threads.
         os.environ["AW_JOBS_MODE"] = "db"
@@ -226,6 +227,12 @@ class Command(BaseCommand):
         arguments = loop_arguments(
             options["full"], options["sources"], options["rounds"], options["tasks_per_environment"]
         )
+        unknown = sorted(set(arguments["sources"]) - set(builtin_names()))
+        if unknown:
+            raise CommandError(
+                f"--sources: unknown starter sources {', '.join(unknown)}; "
+                f"known: {', '.join(builtin_names())}"
+            )
         with transaction.atomic():
             job = enqueue(MAIN_LOOP, arguments, target="main loop")
         self.say(
@@ -250,7 +257,12 @@ class Command(BaseCommand):
                 raise CommandError("the job workers exited; the main loop cannot go on")
             time.sleep(1)
         if job.state == Job.State.FAILED:
-            raise CommandError(f"the main loop (job {job.pk}) failed: {job.error}")
+            # The console keeps serving (its job page has the log) unless there is none.
+            reason = f"the main loop (job {job.pk}) failed: {job.error}; its log: /jobs/{job.pk}/"
+            if self.no_serve:
+                raise CommandError(reason)
+            self.stderr.write(reason)
+            return
         self.print_scores()
         seconds = first_round_seconds(job.result.get("stages", []))
         if seconds is not None:
