@@ -123,6 +123,15 @@ class Command(BaseCommand):
             )
         quiet_library_progress()
         self.no_serve = no_serve
+        self.arguments = loop_arguments(
+            options["full"], options["sources"], options["rounds"], options["tasks_per_environment"]
+        )
+        unknown = sorted(set(self.arguments["sources"]) - set(builtin_names()))
+        if unknown:  # refused before anything starts
+            raise CommandError(
+                f"--sources: unknown starter sources {', '.join(unknown)}; "
+                f"known: {', '.join(builtin_names())}"
+            )
         # Jobs stay queued in the database for the worker processes, in this process and its
         # children alike: nothing runs in the web server's threads.
         os.environ["AW_JOBS_MODE"] = "db"
@@ -153,7 +162,7 @@ class Command(BaseCommand):
                 for _ in range(options["job_workers"])
             ]
             if not skip_loop:
-                self.follow(self.main_loop_job(options))
+                self.follow(self.main_loop_job())
             if not no_serve:
                 self.say("serving the console; Ctrl-C stops it and the job workers")
                 code = self.children[0].wait()
@@ -217,22 +226,14 @@ class Command(BaseCommand):
                 child.wait()
 
     # --- the loop ---
-    def main_loop_job(self, options: dict[str, Any]) -> Job:
+    def main_loop_job(self) -> Job:
         """An unfinished main loop of an earlier run is followed; otherwise a new one is queued."""
         waiting = Job.objects.filter(kind=MAIN_LOOP).exclude(state__in=Job.FINISHED_STATES)
         earlier = waiting.order_by("created_at").first()
         if earlier is not None:
             self.say(f"following the main loop an earlier run left unfinished (job {earlier.pk})")
             return earlier
-        arguments = loop_arguments(
-            options["full"], options["sources"], options["rounds"], options["tasks_per_environment"]
-        )
-        unknown = sorted(set(arguments["sources"]) - set(builtin_names()))
-        if unknown:
-            raise CommandError(
-                f"--sources: unknown starter sources {', '.join(unknown)}; "
-                f"known: {', '.join(builtin_names())}"
-            )
+        arguments = self.arguments
         with transaction.atomic():
             job = enqueue(MAIN_LOOP, arguments, target="main loop")
         self.say(
