@@ -64,9 +64,11 @@ def dev_run(tmp_path):
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()
+    # No job worker of its own at first: the test sees the console before any stage ran, then
+    # starts the worker (as run_embedded does) and watches the dashboard fill in.
     process = subprocess.Popen(
         [*manage, "run_embedded", f"--port={port}", "--sources=iris", "--rounds=0"]
-        + ["--tasks-per-environment=2", "--job-workers=2"],
+        + ["--tasks-per-environment=2", "--job-workers=0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -75,9 +77,22 @@ def dev_run(tmp_path):
         start_new_session=True,  # its own process group: the web server and workers go with it
     )
     terminal = Terminal(process)
+    workers: list[subprocess.Popen] = []
+
+    def start_worker() -> None:
+        worker_env = {**env, "AW_JOBS_MODE": "db"}
+        workers.append(
+            subprocess.Popen(
+                [*manage, "run_job_worker"], cwd=ROOT, env=worker_env, start_new_session=True
+            )
+        )
+
     try:
-        yield port, terminal
+        yield port, terminal, start_worker
     finally:
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=20)
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
@@ -87,26 +102,34 @@ def dev_run(tmp_path):
 
 
 def test_console_first_then_the_loop_fills_the_dashboard(dev_run, page):
-    port, terminal = dev_run
+    port, terminal, start_worker = dev_run
     url = terminal.wait_for(r"console: (http://127\.0\.0\.1:\d+/)", 90).group(1)
     assert url == f"http://127.0.0.1:{port}/"
-    # The URL and the logins come first, before any stage of the loop.
+    # The URL and the logins come first, then the main loop is queued.
     terminal.wait_for(r"user admin .*default 'first-ten'", 5)
-    first_stage = terminal.wait_for(r"stage 1/\d+: build the starter catalogue", 60)
-    assert terminal.text().index("console: ") < terminal.text().index(first_stage.group(0))
+    queued = terminal.wait_for(r"main loop \(job \d+\): 1 sources \(iris\)", 30)
+    text = terminal.text()
+    assert text.index("console: ") < text.index("user admin") < text.index(queued.group(0))
 
     page.goto(f"{url}accounts/login/")
     page.fill("#id_username", "admin")
     page.fill("#id_password", "first-ten")
     page.click("button[type=submit]")
     page.wait_for_selector(".role-badge[data-role]")
-    # Before the catalogue exists: the main loop and the first-visit guide are shown.
-    expect(page.locator("#main-loop")).to_be_visible()
+    # Before the catalogue exists: the main loop's plan, an estimate and the first-visit guide.
+    expect(page.locator("#verified-count")).to_have_text("0")
+    expect(page.locator("#main-loop")).to_contain_text("build the starter catalogue (1 sources)")
+    expect(page.locator("#loop-estimate")).to_contain_text("an estimate")
     expect(page.locator("#first-visit-guide")).to_contain_text("/api/docs/")
-    expect(page.locator("#loop-estimate")).to_contain_text("estimate")
-    # Then it fills in without a reload (HTMX polling): an environment is verified.
+
+    # Worker processes take the loop (one follows it, one runs its jobs); the dashboard fills in
+    # without a reload (HTMX polling).
+    start_worker()
+    start_worker()
     expect(page.locator("#verified-count")).to_have_text("1", timeout=240_000)
-    terminal.wait_for(r"stage 1/2 done in \d+ s: 1 verified environments", 30)
+    terminal.wait_for(r"stage 1/2 done in \d+ s: 1 verified environments", 60)
+    terminal.wait_for(r"loop finished in \d+ s", 240)
+    expect(page.locator("#main-loop")).to_have_attribute("data-state", "succeeded", timeout=10_000)
     page.goto(f"{url}environments/")
     expect(page.get_by_text("Iris Flowers").first).to_be_visible()
 
@@ -116,4 +139,3 @@ def test_console_first_then_the_loop_fills_the_dashboard(dev_run, page):
     page.reload()
     expect(page.locator("#first-visit-guide")).to_have_count(0)
     expect(page.locator("#main-loop")).to_be_visible()
-    terminal.wait_for(r"loop finished in \d+ s", 240)

@@ -126,6 +126,11 @@ class Command(BaseCommand):
         self.arguments = loop_arguments(
             options["full"], options["sources"], options["rounds"], options["tasks_per_environment"]
         )
+        if not skip_loop and options["job_workers"] == 1:
+            raise CommandError(
+                "--job-workers 1: the main loop holds one worker while it follows its stages; "
+                "give it at least 2 (0 starts none, for workers started separately)"
+            )
         unknown = sorted(set(self.arguments["sources"]) - set(builtin_names()))
         if unknown:  # refused before anything starts
             raise CommandError(
