@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from arena import round_machine
+from arena.main_loop import run_main_loop
 from arena.models import EvolutionRound, ExpansionProposal
 from arena.rounds import advance_round, fail_round
 from aw_site.jobs import JobContext, interrupted, job
@@ -72,3 +73,15 @@ def apply_proposal_job(ctx: JobContext, proposal: int) -> dict[str, Any]:
     from arena.steps import apply_proposal
 
     return apply_proposal(ExpansionProposal.objects.get(pk=proposal), ctx)
+
+
+@job("arena.main_loop", queue=Job.Queue.DEFAULT)
+def main_loop(
+    ctx: JobContext,
+    sources: list[str],
+    tasks_per_environment: int,
+    rounds: int,
+    round_options: dict[str, Any],
+) -> dict[str, Any]:
+    """``./dev run``'s loop: catalogue -> tasks -> rounds, each stage queued as its own jobs."""
+    return run_main_loop(ctx, sources, tasks_per_environment, rounds, round_options)

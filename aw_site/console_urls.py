@@ -11,6 +11,8 @@ from training import views as training_views
 
 urlpatterns = [
     path("", dashboard.home, name="home"),
+    path("overview/live/", dashboard.home_live, name="home-live"),
+    path("overview/guide/dismiss/", dashboard.dismiss_guide, name="guide-dismiss"),
     # Catalogue and environments
     path("environments/", environment_views.catalogue, name="catalogue"),
     path("environments/new/", environment_views.new_environment, name="environment-new"),

@@ -2,7 +2,8 @@
 
 Each app registers its job functions with ``@job(kind, queue)`` in its ``jobs.py``; a function
 takes a ``JobContext`` plus JSON arguments and returns a JSON result. ``enqueue`` records a Job
-row and hands it to Celery (production) or to an in-process worker thread (embedded default).
+row and hands it to Celery (production) or to an in-process worker thread (embedded default), or
+leaves it queued for database-polling worker processes (``AW_JOBS_MODE=db``, ``./dev run``).
 Running the same job twice is harmless: a finished job is never run again, which makes late
 acks and redelivery after a killed worker safe.
 """
@@ -182,6 +183,8 @@ def dispatch(job_id: int) -> None:
     """Hand a queued job to a worker. With the broker unreachable the job stays queued and the
     reaper sends it again (AW_JOB_QUEUED_STALE_SECONDS): whoever enqueued it, a request or a job
     scheduling its next step, goes on instead of failing."""
+    if settings.AW_JOBS_MODE == "db":
+        return  # stays queued: a worker process polling the database takes it (aw_site/job_worker.py)
     record = Job.objects.get(pk=job_id)
     if settings.AW_JOBS_MODE == "celery":
         try:

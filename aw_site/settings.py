@@ -145,7 +145,13 @@ STORAGE_ROOT = Path(os.environ.get("AW_STORAGE_ROOT", VAR_DIR / "storage"))
 # Jobs: Celery with a real broker in production; an in-process worker thread otherwise.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip()
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL).strip() or None
-AW_JOBS_MODE = "celery" if CELERY_BROKER_URL else "thread"
+# Without a broker: "thread" (an in-process executor) by default; "db" (AW_JOBS_MODE=db, set by
+# run_embedded) leaves jobs queued in the database for worker processes (manage.py run_job_worker).
+AW_JOBS_MODE = (
+    "celery"
+    if CELERY_BROKER_URL
+    else ("db" if os.environ.get("AW_JOBS_MODE", "").strip() == "db" else "thread")
+)
 AW_JOB_STALE_SECONDS = int(os.environ.get("AW_JOB_STALE_SECONDS", "600"))
 AW_JOB_QUEUED_STALE_SECONDS = int(os.environ.get("AW_JOB_QUEUED_STALE_SECONDS", "900"))
 AW_JOB_MAX_ATTEMPTS = int(os.environ.get("AW_JOB_MAX_ATTEMPTS", "3"))
