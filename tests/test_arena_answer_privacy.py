@@ -453,6 +453,7 @@ POST_ONLY_PAGES = {
     "policy-create",
     "policy-create-fault",
     "theme-build",
+    "guide-dismiss",
 }
 REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 
