@@ -79,7 +79,7 @@ def play_faults(
             episode = episode_of(
                 trajectory,
                 task,
-                trajectory.reward or RewardBreakdown.from_dict({}),
+                trajectory.reward or RewardBreakdown.unscored(),
                 tool_kinds.get(task.environment),
             )
             if episode is not None:

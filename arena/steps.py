@@ -148,11 +148,12 @@ def evaluated_episodes(evaluation: ArenaEvaluation) -> list[EvaluatedEpisode]:
     for row in trajectories:
         spec = spec_from_task(row.task)
         manifest = row.task.environment.manifest
+        record = row.to_record()  # reads the stored reward too
         episodes.append(
             EvaluatedEpisode(
-                trajectory=row.to_record(),
+                trajectory=record,
                 task=dataclasses.replace(spec, difficulty=row.task.difficulty),
-                reward=RewardBreakdown.from_dict(row.reward or {}),
+                reward=record.reward or RewardBreakdown.unscored(),
                 environment=row.task.environment.name,
                 category=manifest.get("category", {}),
                 tool_kinds=manifest.get("tool_kinds", {}),

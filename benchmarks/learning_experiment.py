@@ -197,7 +197,7 @@ def main() -> int:
             EvaluatedEpisode(
                 trajectory=trajectory,
                 task=task,
-                reward=trajectory.reward or RewardBreakdown.from_dict({}),
+                reward=trajectory.reward or RewardBreakdown.unscored(),
                 environment=task.environment,
                 category=packages[task.environment].manifest.get("category", {}),
                 tool_kinds=packages[task.environment].manifest.get("tool_kinds", {}),

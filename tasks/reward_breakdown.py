@@ -60,6 +60,11 @@ class RewardBreakdown:
             gate=str(data.get("gate", "")),
         )
 
+    @classmethod
+    def unscored(cls) -> RewardBreakdown:
+        """What a run with no recorded reward counts as: unsolved, worth nothing."""
+        return cls(total=0.0, success=False)
+
     def score_of(self, name: str) -> float | None:
         """A component's score, None where the breakdown has no such component."""
         component = self.components.get(name)
