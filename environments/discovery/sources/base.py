@@ -56,6 +56,10 @@ class TableSpec:
     foreign_keys: dict[str, tuple[str, str]] = field(default_factory=dict)
     declared: bool = False  # created by SQL: its declared keys are kept as they are
     link_by_value: bool = False  # JSON: id-like TEXT columns link to any key holding all values
+    key_columns: list[str] = field(default_factory=list)  # a composite primary key, in order
+    # JSON list children: column -> the field whose list it holds ("value" -> "reservations"),
+    # so a list of ids links by the field's name and by value like any id column.
+    list_of: dict[str, str] = field(default_factory=dict)
 
 
 def sql_name(raw: str) -> str:
@@ -214,8 +218,10 @@ class DatabaseBuilder:
         primary_key: str | None = None,
         types: dict[str, str] | None = None,
         avoid_key: tuple[str, ...] = (),
+        key_columns: list[str] | None = None,
     ) -> TableSpec:
-        """Write one table of real rows (dicts) with inferred types and primary key."""
+        """Write one table of real rows (dicts) with inferred types and primary key
+        (``key_columns``: a composite key instead, whose value tuples must be unique)."""
         table = sql_name(name)
         if table in self.tables:
             raise SourceError(f"table {table!r} is defined twice (from {source})")
@@ -241,6 +247,12 @@ class DatabaseBuilder:
                     raise SourceError(
                         f"{source}: {table}.{column}: bad value {row.get(column)!r}"
                     ) from exc
+        composite = [sql_name(c) for c in key_columns or []]
+        if len(composite) > 1:
+            spec = self._composite(table, columns, inferred, composite, clean_rows, source)
+            self._insert(spec, clean_rows)
+            self.add_provenance(table, source, kind, detail or f"{len(clean_rows)} rows")
+            return spec
         pk = sql_name(primary_key) if primary_key else None
         if pk is None:
             candidates = [c for c in columns if c not in avoid_key]
@@ -261,16 +273,39 @@ class DatabaseBuilder:
             if column in _REQUIRED_NAMES and all(r.get(column) is not None for r in clean_rows):
                 not_null.add(column)
         spec = TableSpec(table, columns, inferred, pk, not_null)
-        self._create(spec)
-        placeholders = ", ".join("?" for _ in columns)
-        self.conn.executemany(
-            f'INSERT INTO "{table}" ({", ".join(_quoted(c) for c in columns)}) '
-            f"VALUES ({placeholders})",
-            [tuple(r.get(c) for c in columns) for r in clean_rows],
-        )
-        self.tables[table] = spec
+        self._insert(spec, clean_rows)
         self.add_provenance(table, source, kind, detail or f"{len(clean_rows)} rows")
         return spec
+
+    def _composite(
+        self,
+        table: str,
+        columns: list[str],
+        types: dict[str, str],
+        key: list[str],
+        rows: list[dict[str, Any]],
+        source: str,
+    ) -> TableSpec:
+        """A table keyed by several columns together (parent key + date, two links)."""
+        unknown = [c for c in key if c not in columns]
+        if unknown:
+            raise SourceError(f"{source}: key columns {unknown} are not columns of {table}")
+        tuples = [tuple(r.get(c) for c in key) for r in rows]
+        if any(None in t for t in tuples) or len(set(tuples)) != len(tuples):
+            raise SourceError(
+                f"{source}: primary key {table}({', '.join(key)}) is not unique and non-null"
+            )
+        return TableSpec(table, columns, types, "", set(key), key_columns=list(key))
+
+    def _insert(self, spec: TableSpec, rows: list[dict[str, Any]]) -> None:
+        self._create(spec)
+        placeholders = ", ".join("?" for _ in spec.columns)
+        self.conn.executemany(
+            f'INSERT INTO "{spec.name}" ({", ".join(_quoted(c) for c in spec.columns)}) '
+            f"VALUES ({placeholders})",
+            [tuple(r.get(c) for c in spec.columns) for r in rows],
+        )
+        self.tables[spec.name] = spec
 
     def _create(self, spec: TableSpec, name: str | None = None) -> None:
         parts = []
@@ -281,6 +316,8 @@ class DatabaseBuilder:
             if column in spec.not_null:
                 text += " NOT NULL"
             parts.append(text)
+        if len(spec.key_columns) > 1:
+            parts.append(f"PRIMARY KEY ({', '.join(_quoted(c) for c in spec.key_columns)})")
         for column, (ref_table, ref_column) in spec.foreign_keys.items():
             parts.append(f'FOREIGN KEY ("{column}") REFERENCES "{ref_table}" ("{ref_column}")')
         self.conn.execute(f'CREATE TABLE "{name or spec.name}" ({", ".join(parts)})')
@@ -316,7 +353,14 @@ class DatabaseBuilder:
                     if values and values <= pk_values[other.name]:
                         spec.foreign_keys[column] = (other.name, other.primary_key)
                         break
-                if column in spec.foreign_keys or not spec.link_by_value:
+                if column in spec.foreign_keys:
+                    continue
+                if column in spec.list_of:
+                    target = self._list_target(spec, column, pk_values)
+                    if target is not None:
+                        spec.foreign_keys[column] = target
+                    continue
+                if not spec.link_by_value:
                     continue
                 if spec.types[column] != "TEXT":
                     continue
@@ -334,6 +378,41 @@ class DatabaseBuilder:
                     if values <= pk_values[other.name]:
                         spec.foreign_keys[column] = (other.name, other.primary_key)
                         break
+
+    def _list_target(
+        self, spec: TableSpec, column: str, pk_values: dict[str, set]
+    ) -> tuple[str, str] | None:
+        """The table a list of ids points at: every value is one of its keys, and the list's
+        field names it (`reservations` -> reservations) or, for text, the values are tokens
+        (no spaces). A list of plain numbers links only by name: small numbers match any key."""
+        rows = self.conn.execute(
+            f'SELECT DISTINCT "{column}" FROM "{spec.name}" WHERE "{column}" IS NOT NULL'
+        ).fetchall()
+        values = {r[0] for r in rows}
+        if not values:
+            return None
+        field_name = sql_name(spec.list_of[column])
+        named, unnamed = [], []
+        for other in self.tables.values():
+            if other.name == spec.name or not other.primary_key:
+                continue
+            if spec.types[column] != other.types.get(other.primary_key):
+                continue
+            if not values <= pk_values[other.name]:
+                continue
+            suggested = _name_suggests_reference(field_name, other) or _name_suggests_reference(
+                singular(field_name), other
+            )
+            (named if suggested else unnamed).append(other)
+        if named:
+            return named[0].name, named[0].primary_key
+        tokens = all(
+            isinstance(v, str) and 0 < len(v) <= 64 and not any(ch.isspace() for ch in v)
+            for v in values
+        )
+        if unnamed and tokens:
+            return unnamed[0].name, unnamed[0].primary_key
+        return None
 
     def finish(self) -> Path:
         """Declare foreign keys, check them, store provenance, rename into place."""

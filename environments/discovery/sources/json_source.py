@@ -9,7 +9,13 @@ Shapes understood, at any depth:
 - nested plain objects -> flattened columns (`address_city`);
 - a nested keyed object or list of objects -> a child table `<parent>_<field>` (`order_items`)
   whose rows carry the parent's key as a foreign key column (`order_id`);
-- a list of scalars -> a child table `(parent key, position, value)`;
+- a list of scalars -> a child table `(parent key, position, value)`; when every value is
+  another table's key (a list of ids) the value column is a foreign key to that table;
+- an object keyed by values of one ordered kind (ISO dates or datetimes, months `2024-05`,
+  years) whose values are objects -> a series: rows with a typed column for the key (`date`,
+  `month`, `year`, `time`), keyed by (parent key, that column), e.g. `flights.*.dates` ->
+  `flight_dates(flight_number, date, status, prices_economy, ...)`; the objects need not share
+  one shape (a cancelled day has no prices);
 - a sparse option map (many distinct keys, mostly absent) -> a key/value child table
   `(parent key, key, value)` instead of columns; a table never gets more than `max_columns`
   columns: wider objects are reshaped the same way or refused naming the JSON path.
@@ -23,6 +29,7 @@ finishes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,18 @@ from .limits import DEFAULT_LIMITS
 _SCALARS = (str, int, float, bool, type(None))
 SPARSE_MIN_KEYS = 8  # an object field with more distinct keys than this...
 SPARSE_MAX_FILL = 0.5  # ...of which a record holds fewer than this share on average is sparse
+
+# Keys of a series, by kind: the column they become and how a key is stored.
+_SERIES_KINDS: tuple[tuple[str, re.Pattern, str], ...] = (
+    ("date", re.compile(r"^\d{4}-\d{2}-\d{2}$"), "DATE"),
+    (
+        "time",
+        re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$"),
+        "DATETIME",
+    ),
+    ("month", re.compile(r"^\d{4}-(0[1-9]|1[0-2])$"), "TEXT"),
+    ("year", re.compile(r"^(1[5-9]|2[0-9])\d{2}$"), "INTEGER"),
+)
 
 
 def read_json(path: Path, name: str | None = None) -> Any:
@@ -97,7 +116,7 @@ def read_jsonl(path: Path, name: str | None = None) -> list[dict]:
 
 @dataclass
 class Node:
-    kind: str  # scalar, json, object, keyed, list_obj, list_scalar, kv, empty
+    kind: str  # scalar, json, object, keyed, series, list_obj, list_scalar, kv, empty
     fields: dict[str, Node] = field(default_factory=dict)  # object: its fields
     fill: float = 1.0  # object: average share of its keys a record holds
 
@@ -111,7 +130,7 @@ class Node:
     def has_children(self) -> bool:
         if self.kind == "object":
             return any(n.has_children() for n in self.fields.values())
-        return self.kind in ("keyed", "list_obj", "list_scalar", "kv")
+        return self.kind in ("keyed", "series", "list_obj", "list_scalar", "kv")
 
 
 def _is_scalar(value: Any) -> bool:
@@ -142,11 +161,34 @@ def is_keyed_map(maps: list[dict]) -> bool:
     return len(distinct) >= 3 and len(union) >= 2
 
 
+def series_kind(maps: list[dict]) -> str | None:
+    """The kind of a series ("date", "time", "month", "year"): dicts keyed only by values of
+    that ordered kind, whose values are all objects. None for anything else."""
+    keys = [k for m in maps for k in m]
+    if not keys or not all(isinstance(v, dict) and v for m in maps for v in m.values()):
+        return None
+    for kind, pattern, _ in _SERIES_KINDS:
+        if all(isinstance(k, str) and pattern.match(k) for k in keys):
+            return kind
+    return None
+
+
+def series_key(kind: str, key: str) -> Any:
+    """A series key as stored: years as numbers, dates and months as their ISO text."""
+    return int(key) if kind == "year" else key
+
+
+def series_type(kind: str) -> str:
+    return next(sql_type for name, _, sql_type in _SERIES_KINDS if name == kind)
+
+
 def analyze(values: list[Any]) -> Node:
     present = [v for v in values if v is not None]
     if all(_is_scalar(v) for v in present):
         return Node("scalar")
     if all(isinstance(v, dict) for v in present):
+        if series_kind(present):
+            return Node("series")
         if is_keyed_map(present):
             return Node("keyed")
         order: list[str] = []
@@ -250,7 +292,10 @@ class JsonLoader:
                 raise SourceError(
                     f"{self.name}: the JSON document is an empty object: nothing to ingest"
                 )
-            if is_keyed_map([document]):
+            if series_kind([document]):
+                kind = series_kind([document])
+                self.collection(stem, list(document.items()), "$.*", None, series=kind)
+            elif is_keyed_map([document]):
                 self.collection(stem, list(document.items()), "$.*", None)
             else:
                 meta = {}
@@ -258,6 +303,9 @@ class JsonLoader:
                     path = f"$.{key}"
                     if isinstance(value, list) and value:
                         self.array(value, key, path)
+                    elif isinstance(value, dict) and value and series_kind([value]):
+                        kind = series_kind([value])
+                        self.collection(key, list(value.items()), f"{path}.*", None, series=kind)
                     elif isinstance(value, dict) and value and is_keyed_map([value]):
                         self.collection(key, list(value.items()), f"{path}.*", None)
                     elif isinstance(value, list | dict) and not value:
@@ -278,7 +326,8 @@ class JsonLoader:
             self.collection(name, [(None, i) for i in items], f"{path}[*]", None)
         elif all(_is_scalar(i) for i in items):
             rows = [{"position": n, "value": v} for n, v in enumerate(items, start=1)]
-            self.write(name, rows, "position", path, {"value": _json_type(items)})
+            spec = self.write(name, rows, "position", path, {"value": _json_type(items)})
+            spec.list_of["value"] = name
         else:
             raise SourceError(
                 f"{self.name}: {path} mixes objects and other values; expected a list of objects"
@@ -293,7 +342,10 @@ class JsonLoader:
         parent: Parent | None,
         parent_values: list[Any] | None = None,
         entity: str | None = None,
+        series: str | None = None,
     ) -> TableSpec | None:
+        """One table from records (keyed by `items`' keys when given); `series` names the kind
+        of ordered key ("date", ...) that becomes a typed column instead of an id."""
         records = [rec for _, rec in items]
         for rec in records:
             if not isinstance(rec, dict):
@@ -313,7 +365,9 @@ class JsonLoader:
                     key_column = sql_name(fname)
                     break
         extra_key = keyed and key_column is None
-        if extra_key:
+        if extra_key and series:
+            key_column = series if series not in map(sql_name, root.fields) else f"{series}_key"
+        elif extra_key:
             key_column = (
                 f"{entity}_id"
                 if f"{entity}_id" not in map(sql_name, root.fields)
@@ -329,7 +383,7 @@ class JsonLoader:
             if parent:
                 row[parent.fk_column] = parent_values[index]
             if extra_key:
-                row[key_column] = key
+                row[key_column] = series_key(series, key) if series else key
             found: list[tuple[str, str, Node, Any]] = []
             self.flatten(root, rec, "", row, found)
             rows.append(row)
@@ -346,6 +400,17 @@ class JsonLoader:
             )
         rows = [{c: r.get(c) for c in columns} for r in rows]
         types = {c: _json_type([r[c] for r in rows]) for c in columns}
+        if series and extra_key:
+            types[key_column] = series_type(series)
+        if series and parent and not root.has_children():
+            # A series under a parent: one row per (parent, date), keyed by both.
+            key = [parent.fk_column, key_column]
+            if len({(r[key[0]], r[key[1]]) for r in rows}) == len(rows):
+                spec = self.write(table, rows, "", path, types, key)
+                self.builder.declare_foreign_key(
+                    spec.name, parent.fk_column, parent.table, parent.ref_column
+                )
+                return spec
         if key_column and len({r[key_column] for r in rows}) == len(rows):
             pk = key_column
         elif keyed or parent:
@@ -399,14 +464,15 @@ class JsonLoader:
         parent = Parent(table, entity, fk, pk)
         child_entity = singular(column)
         sub_path = f"{path}.{field_path}"
-        if node.kind == "keyed":
+        if node.kind in ("keyed", "series"):
             items, values = [], []
             for parent_key, mapping in pairs:
                 for key, rec in mapping.items():
                     items.append((key, rec))
                     values.append(parent_key)
+            series = series_kind([m for _, m in pairs]) if node.kind == "series" else None
             if items:
-                self.collection(name, items, f"{sub_path}.*", parent, values, child_entity)
+                self.collection(name, items, f"{sub_path}.*", parent, values, child_entity, series)
         elif node.kind == "list_obj":
             items, values = [], []
             for parent_key, lst in pairs:
@@ -424,7 +490,8 @@ class JsonLoader:
                 if v is not None
             ]
             if rows:
-                self.scalar_child(name, rows, fk, parent, sub_path + "[*]")
+                spec = self.scalar_child(name, rows, fk, parent, sub_path + "[*]")
+                spec.list_of["value"] = field_path
         elif node.kind == "kv":
             rows = []
             for parent_key, mapping in pairs:
@@ -433,17 +500,28 @@ class JsonLoader:
             if rows:
                 self.scalar_child(name, rows, fk, parent, sub_path + ".*")
 
-    def scalar_child(self, raw: str, rows: list[dict], fk: str, parent: Parent, path: str) -> None:
+    def scalar_child(
+        self, raw: str, rows: list[dict], fk: str, parent: Parent, path: str
+    ) -> TableSpec:
         table = self.table_name(raw)
         types = {c: _json_type([r.get(c) for r in rows]) for c in rows[0]}
         types[fk] = self.builder.tables[parent.table].types[parent.ref_column]
         pk = "id" if "id" not in rows[0] else f"{table}_rowid"
         rows = [{pk: n, **r} for n, r in enumerate(rows, start=1)]
         types[pk] = "INTEGER"
-        self.write(table, rows, pk, path, types)
-        self.builder.declare_foreign_key(table, fk, parent.table, parent.ref_column)
+        spec = self.write(table, rows, pk, path, types)
+        self.builder.declare_foreign_key(spec.name, fk, parent.table, parent.ref_column)
+        return spec
 
-    def write(self, table: str, rows: list[dict], pk: str, path: str, types: dict) -> TableSpec:
+    def write(
+        self,
+        table: str,
+        rows: list[dict],
+        pk: str,
+        path: str,
+        types: dict,
+        key_columns: list[str] | None = None,
+    ) -> TableSpec:
         table = self.table_name(table) if table in self.builder.tables else table
         try:
             spec = self.builder.add_table(
@@ -452,8 +530,9 @@ class JsonLoader:
                 source=self.source,
                 kind=self.kind,
                 detail=f"{len(rows)} records from {path}",
-                primary_key=pk,
+                primary_key=pk or None,
                 types=types,
+                key_columns=key_columns,
             )
         except SourceError as exc:
             raise SourceError(f"{self.name}: {path}: {exc}") from exc
