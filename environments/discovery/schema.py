@@ -43,6 +43,12 @@ class Table:
     unique: set[str] = field(default_factory=set)
     row_count: int = 0
     distinct: dict[str, int] = field(default_factory=dict)
+    key_columns: list[str] = field(default_factory=list)  # the primary key's columns, in order
+
+    @property
+    def composite_key(self) -> bool:
+        """Keyed by several columns together (a link table, parent key + date)."""
+        return len(self.key_columns) > 1
 
     @property
     def entity(self) -> str:
@@ -112,7 +118,7 @@ def read_schema_conn(conn: sqlite3.Connection) -> dict[str, Table]:
         integer_key = (
             bool(pk) and (next(r[2] for r in info if r[1] == pk) or "").upper() == "INTEGER"
         )
-        table = Table(name, columns, pk, integer_key)
+        table = Table(name, columns, pk, integer_key, key_columns=pk_cols)
         for fk in conn.execute(f'PRAGMA foreign_key_list("{name}")').fetchall():
             table.foreign_keys[fk[3]] = (fk[2], fk[4] or "")
         for index in conn.execute(f'PRAGMA index_list("{name}")').fetchall():

@@ -208,6 +208,8 @@ class _Generator:
                 self.delete_tool(table)
                 for rule in self.rules[table.name].states.values():
                     self.transition_tools(table, rule)
+        for table in self.schema.values():
+            self.link_tools(table)
         return self.out
 
     # --- read tools -----------------------------------------------------------------------
@@ -790,6 +792,236 @@ class _Generator:
                 return found[0]
         return None
 
+    # --- tables keyed by several columns: link tables, parent key + date ----------------------
+    def link_tools(self, t: Table) -> None:
+        """add_/remove_ for a table whose primary key is several columns, and list_ tools from
+        either side of a link between two tables (playlist_track: tracks of a playlist and
+        playlists of a track)."""
+        if not t.composite_key or t.row_count == 0:
+            return
+        refs = {
+            c: t.foreign_keys[c]
+            for c in t.key_columns
+            if c in t.foreign_keys
+            and t.foreign_keys[c][0] in self.schema
+            and t.foreign_keys[c][1] == self.schema[t.foreign_keys[c][0]].primary_key
+        }
+        add_name, remove_name = f"add_{t.entity}", f"remove_{t.entity}"
+        if len(t.key_columns) == 2 and len(refs) == 2:
+            a, b = (self.schema[refs[c][0]] for c in t.key_columns)
+            if a.name != b.name:
+                add_name = f"add_{b.entity}_to_{a.entity}"
+                remove_name = f"remove_{b.entity}_from_{a.entity}"
+        self.add_link_tool(t, add_name, refs)
+        self.remove_link_tool(t, remove_name)
+        if len(t.key_columns) == 2 and len(refs) == 2:
+            first, second = t.key_columns
+            self.linked_list_tool(t, first, second)
+            self.linked_list_tool(t, second, first)
+
+    def link_key_words(self, t: Table) -> str:
+        return ", ".join(t.key_columns)
+
+    def fresh_link(self, t: Table) -> dict | None:
+        """A row with a key no row holds: a new combination of existing referenced rows, or a
+        fresh value for a key column that references nothing; other fields from a real row."""
+        order = ", ".join(f'"{c}"' for c in t.key_columns)
+        first = self.conn.execute(f'SELECT * FROM "{t.name}" ORDER BY {order} LIMIT 1').fetchone()
+        if first is None:
+            return None
+        row = {k: v for k, v in dict(first).items() if v is not None}
+        for column in t.unique - set(t.key_columns):
+            if isinstance(row.get(column), str):
+                row[column] = f"{row[column]} (new)"
+            else:
+                row.pop(column, None)
+        free = [c for c in t.key_columns if c not in t.foreign_keys]
+        if free:
+            column = free[-1]
+            fresh = _fresh_value(t.column(column).kind, row[column], self.max_value(t, column))
+            if fresh is None:
+                return None
+            row[column] = fresh
+            return _booleans(t, row)
+        sources = ", ".join(
+            f'"{t.foreign_keys[c][0]}" AS r{i}' for i, c in enumerate(t.key_columns)
+        )
+        picked = ", ".join(f'r{i}."{t.foreign_keys[c][1]}"' for i, c in enumerate(t.key_columns))
+        linked = " AND ".join(
+            f'l."{c}" = r{i}."{t.foreign_keys[c][1]}"' for i, c in enumerate(t.key_columns)
+        )
+        found = self.conn.execute(
+            f"SELECT {picked} FROM {sources} WHERE NOT EXISTS "
+            f'(SELECT 1 FROM "{t.name}" AS l WHERE {linked}) ORDER BY {picked} LIMIT 1'
+        ).fetchone()
+        if found is None:
+            return None
+        row.update(zip(t.key_columns, found, strict=True))
+        return _booleans(t, row)
+
+    def max_value(self, t: Table, column: str) -> Any:
+        return self.conn.execute(f'SELECT MAX("{column}") FROM "{t.name}"').fetchone()[0]
+
+    def link_search(self, t: Table, key: dict) -> str:
+        """Source of an expression: how many rows hold this key, through the search tool."""
+        return f"call('search_{t.entities}', {_kw(key)})['total']"
+
+    def add_link_tool(self, t: Table, name: str, refs: dict) -> None:
+        spec, keys = self.specs[t.name], t.key_columns
+        props = {}
+        for c in t.columns:
+            note = ""
+            if c.name in t.foreign_keys:
+                note = " Must be an existing {}.{}.".format(*t.foreign_keys[c.name])
+            part = " Part of the key." if c.name in keys else ""
+            props[c.name] = _prop(c.kind, f"{c.name} ({c.kind}).{part}{note}")
+        required = list(dict.fromkeys(keys + [c for c in spec["required"] if c in props]))
+        func = _tool_source(
+            name,
+            f"Add one {t.entity}, keyed by {self.link_key_words(t)}; refuses an existing one.",
+            f"_add_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
+        )
+        linked = "".join(
+            f" {c} must be an existing {ref_table}.{ref_column}."
+            for c, (ref_table, ref_column) in refs.items()
+        )
+        schema = _schema(
+            name,
+            f"Add a {t.entity} to {self.label}, identified by {self.link_key_words(t)} together."
+            f"{linked} Refused when a {t.entity} with the same {self.link_key_words(t)} already "
+            f"exists. Returns the added row.",
+            props,
+            required,
+        )
+        row = self.fresh_link(t)
+        if row is None:
+            return
+        key = {c: row[c] for c in keys}
+        tests = [
+            f"def test_{name}__adds(call):\n"
+            f"    assert {self.link_search(t, key)} == 0\n"
+            f"    added = call({name!r}, **{row!r})\n"
+            f"    assert {{k: added[k] for k in {keys!r}}} == {key!r}\n"
+            f"    assert {self.link_search(t, key)} == 1\n"
+        ]
+        order = ", ".join(f'"{c}"' for c in keys)
+        existing = dict(
+            self.conn.execute(f'SELECT * FROM "{t.name}" ORDER BY {order} LIMIT 1').fetchone()
+        )
+        dup = _booleans(t, {k: v for k, v in existing.items() if v is not None})
+        tests.append(
+            f"def test_{name}__duplicate(call):\n"
+            f"    message = _expect_error(call, {name!r}, **{dup!r})\n"
+            f"    assert 'already exists' in message, message\n"
+        )
+        for column in refs:
+            kind = t.column(column).kind
+            bad = dict(row, **{column: _missing_key(kind)})
+            tests.append(
+                f"def test_{name}__unknown_{column}(call):\n"
+                f"    message = _expect_error(call, {name!r}, **{bad!r})\n"
+                f"    assert {column!r} in message, message\n"
+            )
+            break
+        partial = {k: v for k, v in row.items() if k != keys[-1]}
+        tests.append(
+            f"def test_{name}__missing_{keys[-1]}(call):\n"
+            f"    message = _expect_error(call, {name!r}, **{partial!r})\n"
+            f"    assert {keys[-1]!r} in message, message\n"
+        )
+        self.add(name, "write", func, schema, tests)
+
+    def remove_link_tool(self, t: Table, name: str) -> None:
+        keys = t.key_columns
+        func = _tool_source(
+            name,
+            f"Remove one {t.entity} by {self.link_key_words(t)}; refuses one that does not exist.",
+            f"_remove_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
+        )
+        schema = _schema(
+            name,
+            f"Remove the {t.entity} identified by {self.link_key_words(t)} from {self.label}. "
+            f"Fails, naming it, when no such {t.entity} exists. Returns {{removed, "
+            f"{self.link_key_words(t)}}}.",
+            {c: _prop(t.column(c).kind, f"{c} of the {t.entity} to remove.") for c in keys},
+            list(keys),
+        )
+        order = ", ".join(f'"{c}"' for c in keys)
+        last = self.conn.execute(
+            f'SELECT {order} FROM "{t.name}" ORDER BY {order} DESC LIMIT 1'
+        ).fetchone()
+        fresh = self.fresh_link(t)
+        tests = []
+        if last is not None:
+            key = dict(zip(keys, last, strict=True))
+            tests.append(
+                f"def test_{name}__removes(call):\n"
+                f"    assert {self.link_search(t, key)} == 1\n"
+                f"    assert call({name!r}, {_kw(key)})['removed'] is True\n"
+                f"    assert {self.link_search(t, key)} == 0\n"
+                f"    _expect_error(call, {name!r}, {_kw(key)})\n"
+            )
+        if fresh is not None:
+            key = {c: fresh[c] for c in keys}
+            tests.append(
+                f"def test_{name}__missing(call):\n"
+                f"    message = _expect_error(call, {name!r}, {_kw(key)})\n"
+                f"    assert all(repr(v) in message for v in {list(key.values())!r}), message\n"
+            )
+        tests.append(_refusal_test(name, "incomplete_key", _kw({keys[0]: last[0]} if last else {})))
+        self.add(name, "write", func, schema, tests)
+
+    def linked_list_tool(self, t: Table, via: str, target_column: str) -> None:
+        """list_<targets>_for_<parent>: the rows one parent is linked to through the link table."""
+        parent = self.schema[t.foreign_keys[via][0]]
+        target = self.schema[t.foreign_keys[target_column][0]]
+        if parent.name == target.name:
+            name = f"list_{target.entities}_linked_by_{via}"
+        else:
+            name = f"list_{target.entities}_for_{parent.entity}"
+            if name in self.out.functions:
+                name = f"list_{target.entities}_via_{t.name}"
+        pk = parent.primary_key
+        func = _tool_source(
+            name,
+            f"{target.entities} linked to one {parent.entity} through {t.name}.",
+            f"_list_linked(db, {self.spec_const(t.name)}, {via!r}, {target_column!r}, "
+            f"{self.spec_const(target.name)}, {self.spec_const(parent.name)}, params)",
+        )
+        schema = _schema(
+            name,
+            f"List the {target.entities} linked to one {parent.entity} in {self.label} "
+            f"(through {t.name}: {via} = the {parent.entity}'s {pk}, {target_column} = the "
+            f"{target.entity}). Fails when the {parent.entity} does not exist. "
+            f"Returns {{total, count, rows}} with the {target.entities}' fields.",
+            {pk: _prop(parent.column(pk).kind, f"The {parent.entity}'s {pk}."), **_PAGING},
+            [pk],
+        )
+        busiest = self.conn.execute(
+            f'SELECT "{via}", COUNT(*) FROM "{t.name}" GROUP BY "{via}" '
+            f'ORDER BY COUNT(*) DESC, "{via}" LIMIT 1'
+        ).fetchone()
+        tests = []
+        if busiest is not None:
+            key, total = busiest
+            ref = t.foreign_keys[target_column][1]
+            expected = sorted(
+                r[0]
+                for r in self.conn.execute(
+                    f'SELECT "{target_column}" FROM "{t.name}" WHERE "{via}" = ?', (key,)
+                )
+            )[:100]
+            tests.append(
+                f"def test_{name}__busiest(call):\n"
+                f"    out = call({name!r}, {_kw({pk: key, 'limit': 100})})\n"
+                f"    assert out['total'] == {total}\n"
+                f"    assert sorted(r[{ref!r}] for r in out['rows']) == {expected!r}\n"
+            )
+        tests.append(
+            _refusal_test(name, "missing_parent", _kw({pk: _missing_key(parent.column(pk).kind)}))
+        )
+        self.add(name, "read", func, schema, tests)
+
 
 def _booleans(t: Table, row: dict) -> dict:
     """Stored 0/1 flags as JSON booleans, as a caller would send them."""
@@ -824,6 +1056,21 @@ def _ident(value: str) -> str:
     """A value as part of a test function name."""
     text = "".join(ch if ch.isalnum() else "_" for ch in str(value).lower()).strip("_")
     return text[:30] or "value"
+
+
+def _fresh_value(kind: str, value: Any, largest: Any) -> Any:
+    """A key value no row holds: past the largest stored one, or the value marked new."""
+    if kind == "integer":
+        return (largest or 0) + 1000
+    if kind == "real":
+        return float(largest or 0) + 1000.5
+    if kind == "date":
+        return "2999-12-31"
+    if kind == "datetime":
+        return "2999-12-31T00:00:00"
+    if kind == "text":
+        return f"{value}-NEW"
+    return None
 
 
 def _changed_value(kind: str, value: Any, bound: dict | None = None) -> Any:

@@ -318,3 +318,74 @@ def _delete(db, spec, params):
             )
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE "{spec["pk"]}" = ?', (key,))
     return {"deleted": True, spec["pk"]: key}
+
+
+def _link_keys(spec, keys, params):
+    """The values of a composite key taken out of params, each checked for its column."""
+    values = {}
+    for name in keys:
+        if params.get(name) is None:
+            raise ValueError(f"missing required argument {name!r}")
+        kind = spec["columns"][name]["kind"]
+        values[name] = _check_value(spec["table"], name, kind, params.pop(name), name)
+    return values
+
+
+def _link_words(spec, key):
+    return spec["entity"] + " (" + ", ".join(f"{k} = {v!r}" for k, v in key.items()) + ")"
+
+
+def _find_link(db, spec, key):
+    where = " AND ".join(f'"{k}" = ?' for k in key)
+    sql = f'SELECT * FROM "{spec["table"]}" WHERE {where}'
+    row = db.execute(sql, list(key.values())).fetchone()
+    return None if row is None else dict(row)
+
+
+def _add_link(db, spec, keys, params):
+    """Insert one row of a table keyed by several columns; a row with that key is refused."""
+    values = dict(params)
+    key = _link_keys(spec, keys, values)
+    if _find_link(db, spec, key) is not None:
+        raise ValueError(f"{_link_words(spec, key)} already exists")
+    row = {**key, **{k: v for k, v in values.items() if v is not None}}
+    missing = [c for c in spec["required"] if c not in row]
+    if missing:
+        raise ValueError(f"missing required fields: {', '.join(missing)}")
+    clean = _validate_row(db, spec, row)
+    names = ", ".join(f'"{c}"' for c in clean)
+    marks = ", ".join("?" for _ in clean)
+    db.execute(f'INSERT INTO "{spec["table"]}" ({names}) VALUES ({marks})', list(clean.values()))
+    return _find_link(db, spec, key)
+
+
+def _remove_link(db, spec, keys, params):
+    """Delete one row of a table keyed by several columns, naming it when it does not exist."""
+    params = dict(params)
+    key = _link_keys(spec, keys, params)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    if _find_link(db, spec, key) is None:
+        raise LookupError(f"no {_link_words(spec, key)} exists to remove")
+    where = " AND ".join(f'"{k}" = ?' for k in key)
+    db.execute(f'DELETE FROM "{spec["table"]}" WHERE {where}', list(key.values()))
+    return {"removed": True, **key}
+
+
+def _list_linked(db, link, via, target_column, target, parent, params):
+    """Rows of `target` linked to one `parent` row through the link table's two columns."""
+    params = dict(params)
+    key = _take_key(parent, params)
+    limit, offset = _page(params)
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    _fetch(db, parent, key)
+    ref = link["fks"][target_column][1]
+    joined = (
+        f'FROM "{target["table"]}" AS t JOIN "{link["table"]}" AS l '
+        f'ON l."{target_column}" = t."{ref}" WHERE l."{via}" = ?'
+    )
+    total = db.execute(f"SELECT COUNT(*) {joined}", (key,)).fetchone()[0]
+    sql = f'SELECT t.* {joined} ORDER BY t."{ref}" LIMIT ? OFFSET ?'
+    rows = [dict(r) for r in db.execute(sql, (key, limit, offset))]
+    return {"total": total, "count": len(rows), "rows": rows}

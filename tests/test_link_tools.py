@@ -1,0 +1,150 @@
+"""Tables keyed by several columns get add/remove tools, and link tables list either side."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from environments.discovery.schema import read_schema
+from environments.discovery.sources import mine_sources
+from environments.discovery.tool_generator import generate_tools
+from environments.discovery.verification import verify_tools
+from environments.runtime import SandboxPool
+
+MUSIC_SQL = """
+CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE track (
+    track_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    artist_id INTEGER REFERENCES artist,
+    milliseconds INTEGER
+);
+CREATE TABLE playlist (playlist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE playlist_track (
+    playlist_id INTEGER REFERENCES playlist,
+    track_id INTEGER REFERENCES track,
+    PRIMARY KEY (playlist_id, track_id)
+);
+INSERT INTO artist VALUES (1, 'Nina Simone'), (2, 'Miles Davis'), (3, 'Bjork');
+INSERT INTO track VALUES
+    (10, 'Feeling Good', 1, 173000), (11, 'Sinnerman', 1, 620000),
+    (12, 'So What', 2, 545000), (13, 'Blue in Green', 2, 337000),
+    (14, 'Joga', 3, 305000), (15, 'Hyperballad', 3, 321000);
+INSERT INTO playlist VALUES (1, 'Evening'), (2, 'Jazz'), (3, 'Empty so far');
+INSERT INTO playlist_track VALUES (1, 10), (1, 12), (1, 14), (2, 12), (2, 13), (2, 11);
+"""
+
+
+@pytest.fixture(scope="module")
+def music_db(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("music")
+    script = folder / "music.sql"
+    script.write_text(MUSIC_SQL)
+    return mine_sources(folder / "music.sqlite", files=[script])
+
+
+@pytest.fixture
+def tools_on_copy(music_db, tmp_path):
+    """The generated tools bound to a fresh copy of the database, as the runtime calls them."""
+    tools = generate_tools(music_db, "a music store")
+    copy = tmp_path / "state.sqlite"
+    shutil.copyfile(music_db, copy)
+    conn = sqlite3.connect(copy)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    namespace: dict = {}
+    exec(compile(tools.tools_source(), "tools.py", "exec"), namespace)
+
+    def call(name: str, **params):
+        return namespace[name](conn, **params)
+
+    yield tools, call
+    conn.close()
+
+
+def test_schema_keeps_the_composite_key(music_db):
+    table = read_schema(music_db)["playlist_track"]
+    assert table.primary_key == "" and table.key_columns == ["playlist_id", "track_id"]
+    assert table.composite_key
+    single = read_schema(music_db)["track"]
+    assert single.key_columns == ["track_id"] and not single.composite_key
+
+
+def test_link_table_gets_add_remove_and_both_lists(tools_on_copy):
+    tools, call = tools_on_copy
+    names = set(tools.names())
+    assert {
+        "add_track_to_playlist",
+        "remove_track_from_playlist",
+        "list_tracks_for_playlist",
+        "list_playlists_for_track",
+    } <= names
+    assert tools.kinds["add_track_to_playlist"] == "write"
+    assert tools.kinds["list_playlists_for_track"] == "read"
+    add = tools.schemas["add_track_to_playlist"]["function"]["parameters"]
+    assert add["required"] == ["playlist_id", "track_id"]
+    for name in ("add_track_to_playlist", "remove_track_from_playlist"):
+        assert len(tools.tests[name]) >= 3, name
+
+
+def test_link_tools_add_list_refuse_and_remove(tools_on_copy):
+    _, call = tools_on_copy
+    before = call("list_tracks_for_playlist", playlist_id=3)
+    assert before["total"] == 0
+    added = call("add_track_to_playlist", playlist_id=3, track_id=15)
+    assert (added["playlist_id"], added["track_id"]) == (3, 15)
+    listed = call("list_tracks_for_playlist", playlist_id=3)
+    assert [r["name"] for r in listed["rows"]] == ["Hyperballad"]
+    assert {r["name"] for r in call("list_playlists_for_track", track_id=12)["rows"]} == {
+        "Evening",
+        "Jazz",
+    }
+    with pytest.raises(ValueError, match="already exists"):
+        call("add_track_to_playlist", playlist_id=3, track_id=15)
+    with pytest.raises(LookupError, match="track_id"):
+        call("add_track_to_playlist", playlist_id=3, track_id=999)
+    with pytest.raises(LookupError, match=r"playlist_id = 3, track_id = 14"):
+        call("remove_track_from_playlist", playlist_id=3, track_id=14)
+    with pytest.raises(ValueError, match="track_id"):
+        call("remove_track_from_playlist", playlist_id=3)
+    assert call("remove_track_from_playlist", playlist_id=3, track_id=15)["removed"] is True
+    assert call("list_tracks_for_playlist", playlist_id=3)["total"] == 0
+    with pytest.raises(LookupError):
+        call("list_tracks_for_playlist", playlist_id=404)
+
+
+def test_generated_link_tests_pass_verification(music_db):
+    tools = generate_tools(music_db, "a music store")
+    with SandboxPool(workers=1) as pool:
+        report, kept = verify_tools("music", music_db, tools, pool=pool)
+    link_tools = {
+        "add_track_to_playlist",
+        "remove_track_from_playlist",
+        "list_tracks_for_playlist",
+        "list_playlists_for_track",
+    }
+    verdicts = {v.name: v for v in report.verdicts}
+    for name in link_tools:
+        assert verdicts[name].verified, (name, verdicts[name].reasons)
+        assert not verdicts[name].failed_tests, (name, verdicts[name].failed_tests)
+    assert link_tools <= set(kept.names())
+
+
+def test_a_wrong_link_tool_fails_its_generated_tests(music_db):
+    """The generated tests are an oracle: an add that does nothing is rejected."""
+    tools = generate_tools(music_db, "a music store")
+    tools.functions["add_track_to_playlist"] = (
+        "def add_track_to_playlist(db, **params):\n    return dict(params)\n"
+    )
+    tools.functions["remove_track_from_playlist"] = (
+        "def remove_track_from_playlist(db, **params):\n    return {'removed': True}\n"
+    )
+    with SandboxPool(workers=1) as pool:
+        report, kept = verify_tools("music", music_db, tools, pool=pool)
+    verdicts = {v.name: v for v in report.verdicts}
+    assert not verdicts["add_track_to_playlist"].verified
+    assert not verdicts["remove_track_from_playlist"].verified
+    assert "add_track_to_playlist" not in kept.names()
