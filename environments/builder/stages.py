@@ -272,12 +272,13 @@ def classify_database(spec: EnvironmentSpec, db_path: str | Path) -> CategoryPat
     from environments.discovery.classify import classify_offline
 
     schema = read_schema(db_path)
-    words = " ".join(
-        [spec.description]
-        + [f"{n} {' '.join(c.name for c in t.columns)}" for n, t in schema.items()]
-    )
     found = classify_offline(
-        {"name": spec.name, "title": spec.title, "description": words.replace("_", " ")}
+        {
+            "name": spec.name,
+            "title": spec.title,
+            "description": spec.description,
+            "tables": {n: [c.name for c in t.columns] for n, t in schema.items()},
+        }
     )
     return CategoryPath(found.primary, found.secondary, found.tertiary)
 

@@ -1,15 +1,21 @@
 """Classify a theme into the taxonomy: (primary, secondary, tertiary).
 
 Offline: keyword scoring of the theme's name, title, description and tool names against each
-secondary category's keywords (title words count double). With an LLM configured
+secondary category's keywords (title words count double). A database's theme also carries its
+tables and their columns (`{"tables": {"invoice_lines": ["invoice_id", ...]}}`): every table
+whose name holds a category's keyword adds 1.5 (tables are what the data is about, so a music
+store with tracks, albums, artists and playlists is music even though it has invoices), and
+each distinct column word adds 0.5. With an LLM configured
 (aw_site.llm), the LLM picks among the same categories; an unusable answer falls back offline.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
+from .naming import singular
 from .taxonomy import TAXONOMY, is_valid, primary_of
 from .themes import tokens
 
@@ -32,6 +38,25 @@ def _stem(word: str) -> str:
     return word.rstrip("s") if len(word) > 3 else word
 
 
+TABLE_WEIGHT = 1.5  # per table whose name holds one of a category's keywords
+COLUMN_WEIGHT = 0.5  # per distinct column word among a category's keywords
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_words(name: str) -> set[str]:
+    """The words of a table or column name, singular and stemmed like the keywords:
+    invoice_lines -> {invoice, line}; InvoiceLine -> {invoice, line}; AlbumId -> {album, id}."""
+    return {_stem(singular(w.lower())) for w in _WORD.findall(str(name))}
+
+
+def _table_words(theme: dict) -> tuple[list[set[str]], set[str]]:
+    """Per table, its name's words; and all distinct column words of the database."""
+    tables = theme.get("tables") or {}
+    per_table = [name_words(name) for name in tables]
+    columns = {w for cols in tables.values() for c in cols or () for w in name_words(c)}
+    return per_table, columns
+
+
 def tertiary_topic(theme: dict) -> str:
     """A free-form topic: the theme's title, tidied."""
     title = (theme.get("title") or theme.get("name") or "General").replace("_", " ").strip()
@@ -49,11 +74,14 @@ def classify_offline(theme: dict) -> Classification:
         for t in theme.get("tools", [])
     )
     body_words = tokens(body)
+    table_words, column_words = _table_words(theme)
     best = (0.0, FALLBACK[1])
     for primary in TAXONOMY:
         for secondary in primary.secondaries:
             keys = {_stem(k.lower()) for k in secondary.keywords}
             score = 2.0 * len(keys & title_words) + 1.0 * len(keys & body_words)
+            score += TABLE_WEIGHT * sum(1 for words in table_words if words & keys)
+            score += COLUMN_WEIGHT * len(keys & column_words)
             if score > best[0]:
                 best = (score, secondary.name)
     score, secondary = best
@@ -79,7 +107,9 @@ def classify_with_llm(theme: dict, settings) -> Classification:
             + "\n\nTheme:\n"
             + json.dumps({k: theme.get(k) for k in ("name", "title", "description")})
             + "\nTools: "
-            + ", ".join(t.get("name", "") for t in theme.get("tools", [])[:30]),
+            + ", ".join(t.get("name", "") for t in theme.get("tools", [])[:30])
+            + "\nTables: "
+            + ", ".join(list(theme.get("tables") or {})[:40]),
         },
     ]
     try:

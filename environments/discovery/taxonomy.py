@@ -42,11 +42,18 @@ TAXONOMY: tuple[Primary, ...] = (
         "Finance & Banking",
         ("Currencies & Exchange", "currency currencies exchange forex iso4217 money rate"),
         ("Stock Markets & Investing", "stock stocks ticker share portfolio market price invest"),
-        ("Banking & Payments", "bank account payment transfer transaction invoice card balance"),
+        (
+            "Banking & Payments",
+            "bank account payment transfer transaction invoice card balance loan deposit "
+            "withdrawal branch teller",
+        ),
     ),
     _p(
         "E-commerce & Retail",
-        ("Orders & Shopping", "order orders cart checkout shopping refund shipment customer"),
+        (
+            "Orders & Shopping",
+            "order orders cart checkout shopping refund shipment customer store shop purchase",
+        ),
         ("Products & Inventory", "product products inventory stock sku catalog warehouse item"),
     ),
     _p(

@@ -1,0 +1,109 @@
+"""An uploaded database is classified by its tables and columns, not only by its name."""
+
+from __future__ import annotations
+
+import pytest
+
+from environments.builder.request import EnvironmentSpec
+from environments.builder.stages import classify_database
+from environments.discovery.classify import classify_offline, name_words
+from environments.discovery.sources import mine_sources
+
+
+def database_theme(name: str, tables: dict[str, list[str]]) -> dict:
+    return {"name": name, "title": name.title(), "description": "", "tables": tables}
+
+
+CHINOOK = {
+    "customers": ["customer_id", "first_name", "company", "country", "email", "support_rep_id"],
+    "employees": ["employee_id", "last_name", "title", "reports_to", "hire_date"],
+    "invoices": ["invoice_id", "customer_id", "invoice_date", "billing_city", "total"],
+    "invoice_lines": ["invoice_line_id", "invoice_id", "track_id", "unit_price", "quantity"],
+    "tracks": ["track_id", "name", "album_id", "genre_id", "composer", "milliseconds"],
+    "albums": ["album_id", "title", "artist_id"],
+    "artists": ["artist_id", "name"],
+    "genres": ["genre_id", "name"],
+    "playlists": ["playlist_id", "name"],
+    "playlist_track": ["playlist_id", "track_id"],
+}
+BANK = {
+    "accounts": ["account_id", "customer_id", "branch_id", "balance", "opened_on"],
+    "transactions": ["transaction_id", "account_id", "amount", "kind", "posted_at"],
+    "branches": ["branch_id", "city", "manager"],
+    "loans": ["loan_id", "customer_id", "principal", "rate"],
+    "customers": ["customer_id", "name", "email"],
+}
+RETAIL = {  # tau-bench's retail database, as the JSON loader lays it out
+    "users": ["user_id", "name_first_name", "email", "address_city"],
+    "user_payment_methods": ["user_id", "id", "source", "brand", "last_four", "balance"],
+    "orders": ["order_id", "user_id", "status", "address_city"],
+    "order_items": ["order_id", "item_id", "product_id", "price", "options_color"],
+    "order_fulfillments": ["order_id", "tracking_id", "item_ids"],
+    "order_payment_history": ["order_id", "transaction_type", "amount", "payment_method_id"],
+    "products": ["product_id", "name"],
+    "product_variants": ["product_id", "item_id", "price", "available"],
+}
+AIRLINE = {
+    "flights": ["flight_number", "origin", "destination", "scheduled_departure_time_est"],
+    "flight_dates": ["flight_number", "date", "status", "prices_economy"],
+    "users": ["user_id", "membership"],
+    "user_payment_methods": ["user_id", "id", "source", "brand", "amount"],
+    "reservations": ["reservation_id", "user_id", "cabin", "flight_type", "insurance"],
+    "reservation_flights": ["reservation_id", "flight_number", "date", "price"],
+    "reservation_payment_history": ["reservation_id", "payment_id", "amount"],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "tables", "primary", "secondary"),
+    [
+        ("chinook", CHINOOK, "Entertainment & Media", "Music & Audio"),
+        ("store", CHINOOK, "Entertainment & Media", "Music & Audio"),
+        ("bank", BANK, "Finance & Banking", "Banking & Payments"),
+        ("ledger", BANK, "Finance & Banking", "Banking & Payments"),
+        ("retail", RETAIL, "E-commerce & Retail", "Orders & Shopping"),
+        ("db", RETAIL, "E-commerce & Retail", "Orders & Shopping"),
+        ("airline", AIRLINE, "Travel & Transportation", "Flights & Airports"),
+        ("tau_db", AIRLINE, "Travel & Transportation", "Flights & Airports"),
+    ],
+)
+def test_tables_decide_the_category(name, tables, primary, secondary):
+    found = classify_offline(database_theme(name, tables))
+    assert (found.primary, found.secondary) == (primary, secondary), found
+
+
+def test_the_name_alone_still_classifies_a_theme_without_tables():
+    found = classify_offline({"name": "currency_rates", "title": "Currency exchange rates"})
+    assert found.secondary == "Currencies & Exchange"
+    assert classify_offline({"name": "store"}).method == "keywords"
+    assert classify_offline({"name": "zzqx"}).method == "fallback"
+
+
+def test_name_words_split_snake_and_camel_case_and_singularise():
+    assert name_words("invoice_lines") == {"invoice", "line"}
+    assert name_words("InvoiceLine") == {"invoice", "line"}
+    assert name_words("PlaylistTrack") == {"playlist", "track"}
+    assert name_words("categories") == {"category"}
+    assert name_words("AlbumId") == {"album", "id"}
+
+
+def test_an_uploaded_music_store_is_classified_from_its_schema(tmp_path):
+    script = tmp_path / "store.sql"
+    script.write_text(
+        "CREATE TABLE Artist (ArtistId INTEGER PRIMARY KEY, Name TEXT);\n"
+        "CREATE TABLE Album (AlbumId INTEGER PRIMARY KEY, Title TEXT, "
+        "ArtistId INTEGER REFERENCES Artist);\n"
+        "CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name TEXT, "
+        "AlbumId INTEGER REFERENCES Album, UnitPrice REAL);\n"
+        "CREATE TABLE Invoice (InvoiceId INTEGER PRIMARY KEY, Total REAL);\n"
+        "CREATE TABLE InvoiceLine (InvoiceLineId INTEGER PRIMARY KEY, "
+        "InvoiceId INTEGER REFERENCES Invoice, TrackId INTEGER REFERENCES Track);\n"
+        "INSERT INTO Artist VALUES (1, 'AC/DC');\n"
+        "INSERT INTO Album VALUES (1, 'Back in Black', 1);\n"
+        "INSERT INTO Track VALUES (1, 'Hells Bells', 1, 0.99);\n"
+        "INSERT INTO Invoice VALUES (1, 0.99);\n"
+        "INSERT INTO InvoiceLine VALUES (1, 1, 1);\n"
+    )
+    db = mine_sources(tmp_path / "store.sqlite", files=[script])
+    category = classify_database(EnvironmentSpec("store", "Store", "An uploaded database"), db)
+    assert (category.primary, category.secondary) == ("Entertainment & Media", "Music & Audio")
