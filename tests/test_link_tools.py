@@ -148,3 +148,33 @@ def test_a_wrong_link_tool_fails_its_generated_tests(music_db):
     assert not verdicts["add_track_to_playlist"].verified
     assert not verdicts["remove_track_from_playlist"].verified
     assert "add_track_to_playlist" not in kept.names()
+
+
+def test_a_without_rowid_link_with_its_own_field_verifies(tmp_path):
+    """A link table may carry fields of its own and need not have a rowid."""
+    script = tmp_path / "enrolment.sql"
+    script.write_text(
+        "CREATE TABLE student (student_id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
+        "CREATE TABLE course (code TEXT PRIMARY KEY, title TEXT NOT NULL);\n"
+        "CREATE TABLE enrolment (student_id INTEGER NOT NULL REFERENCES student,\n"
+        "    code TEXT NOT NULL REFERENCES course, grade INTEGER NOT NULL,\n"
+        "    PRIMARY KEY (student_id, code)) WITHOUT ROWID;\n"
+        "INSERT INTO student VALUES (1, 'Ada'), (2, 'Alan'), (3, 'Grace');\n"
+        "INSERT INTO course VALUES ('CS101', 'Programming'), ('MA201', 'Algebra');\n"
+        "INSERT INTO enrolment VALUES (1, 'CS101', 90), (1, 'MA201', 75), (2, 'CS101', 82);\n"
+    )
+    db = mine_sources(tmp_path / "enrolment.sqlite", files=[script])
+    tools = generate_tools(db, "a school")
+    add = tools.schemas["add_course_to_student"]["function"]["parameters"]
+    assert add["required"] == ["student_id", "code", "grade"]
+    with SandboxPool(workers=1) as pool:
+        report, kept = verify_tools("school", db, tools, pool=pool)
+    failing = {v.name: v.failed_tests for v in report.verdicts if v.failed_tests}
+    assert not failing, failing
+    assert {
+        "add_course_to_student",
+        "remove_course_from_student",
+        "list_courses_for_student",
+        "list_students_for_course",
+        "list_enrolments_for_student",
+    } <= set(kept.names())

@@ -170,6 +170,8 @@ class _Generator:
         taken: set[str] = set()
         self.rules = {name: infer_rules(self.conn, t, taken) for name, t in self.schema.items()}
         self.specs = {name: _spec(t, self.rules[name]) for name, t in self.schema.items()}
+        for name, t in self.schema.items():
+            self.specs[name].setdefault("keys", list(t.key_columns))  # the key's columns
         self.out = ToolSet(prelude=prelude_source())
         self.spec_names: dict[str, str] = {}
 
@@ -186,7 +188,8 @@ class _Generator:
         self.out.origin[name] = "schema"
 
     def rows(self, table: Table, where: str = "", args: tuple = (), limit: int = 5) -> list[dict]:
-        order = f'"{table.primary_key}"' if table.primary_key else "rowid"
+        # A composite key orders by its columns (a WITHOUT ROWID table has no rowid).
+        order = ", ".join(f'"{c}"' for c in table.key_columns) or "rowid"
         sql = f'SELECT * FROM "{table.name}" {where} ORDER BY {order} LIMIT {limit}'
         return [dict(r) for r in self.conn.execute(sql, args)]
 

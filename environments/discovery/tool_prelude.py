@@ -130,7 +130,8 @@ def _list_children(db, child, column, parent, params):
     _fetch(db, parent, key)
     table = child["table"]
     total = db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" = ?', (key,)).fetchone()[0]
-    order = f' ORDER BY "{child["pk"]}"' if child["pk"] else " ORDER BY rowid"
+    keys = child.get("keys") or ([child["pk"]] if child["pk"] else [])
+    order = " ORDER BY " + (", ".join(f'"{k}"' for k in keys) or "rowid")
     sql = f'SELECT * FROM "{table}" WHERE "{column}" = ?{order} LIMIT ? OFFSET ?'
     rows = [dict(r) for r in db.execute(sql, (key, limit, offset))]
     return {"total": total, "count": len(rows), "rows": rows}
