@@ -216,3 +216,25 @@ def test_lists_that_are_not_ids_stay_unlinked(tmp_path):
     assert "value" not in schema["product_tags"].foreign_keys
     assert "value" not in schema["product_sizes"].foreign_keys  # numbers link only by name
     assert schema["bundle_product_ids"].foreign_keys["value"] == ("products", "product_id")
+
+
+def test_a_series_of_plain_values_becomes_parent_date_value_rows(tmp_path):
+    document = {
+        "museums": [
+            {"museum_id": "M1", "visitors": {"2024-05-01": 140, "2024-05-02": 152}},
+            {"museum_id": "M2", "visitors": {"2024-05-01": 90}},
+        ],
+        "inflation": {"2024-01": 3.1, "2024-02": 3.2, "2024-03": 3.5},
+    }
+    path = tmp_path / "city.json"
+    path.write_text(json.dumps(document))
+    schema = read_schema(mine_sources(tmp_path / "city.sqlite", files=[path]))
+    visitors = schema["museum_visitors"]
+    assert [c.name for c in visitors.columns] == ["museum_id", "date", "value"]
+    assert visitors.key_columns == ["museum_id", "date"]
+    assert visitors.column("date").kind == "date" and visitors.column("value").kind == "integer"
+    assert visitors.foreign_keys["museum_id"] == ("museums", "museum_id")
+    assert visitors.row_count == 3
+    inflation = schema["inflation"]
+    assert inflation.primary_key == "month" and inflation.row_count == 3
+    assert inflation.column("value").kind == "real"

@@ -15,7 +15,8 @@ Shapes understood, at any depth:
   years) whose values are objects -> a series: rows with a typed column for the key (`date`,
   `month`, `year`, `time`), keyed by (parent key, that column), e.g. `flights.*.dates` ->
   `flight_dates(flight_number, date, status, prices_economy, ...)`; the objects need not share
-  one shape (a cancelled day has no prices);
+  one shape (a cancelled day has no prices); such an object of plain values becomes
+  `(parent key, date, value)` rows;
 - a sparse option map (many distinct keys, mostly absent) -> a key/value child table
   `(parent key, key, value)` instead of columns; a table never gets more than `max_columns`
   columns: wider objects are reshaped the same way or refused naming the JSON path.
@@ -116,7 +117,8 @@ def read_jsonl(path: Path, name: str | None = None) -> list[dict]:
 
 @dataclass
 class Node:
-    kind: str  # scalar, json, object, keyed, series, list_obj, list_scalar, kv, empty
+    # scalar, json, object, keyed, series, series_values, list_obj, list_scalar, kv, empty
+    kind: str
     fields: dict[str, Node] = field(default_factory=dict)  # object: its fields
     fill: float = 1.0  # object: average share of its keys a record holds
 
@@ -130,7 +132,7 @@ class Node:
     def has_children(self) -> bool:
         if self.kind == "object":
             return any(n.has_children() for n in self.fields.values())
-        return self.kind in ("keyed", "series", "list_obj", "list_scalar", "kv")
+        return self.kind in ("keyed", "series", "series_values", "list_obj", "list_scalar", "kv")
 
 
 def _is_scalar(value: Any) -> bool:
@@ -173,6 +175,18 @@ def series_kind(maps: list[dict]) -> str | None:
     return None
 
 
+def value_series_kind(maps: list[dict]) -> str | None:
+    """Like `series_kind`, for dicts whose values are plain numbers or strings
+    (`{"2024-05-01": 140, "2024-05-02": 152}`): at least two keys in all."""
+    keys = [k for m in maps for k in m]
+    if len(keys) < 2 or not all(_is_scalar(v) for m in maps for v in m.values()):
+        return None
+    for kind, pattern, _ in _SERIES_KINDS:
+        if all(isinstance(k, str) and pattern.match(k) for k in keys):
+            return kind
+    return None
+
+
 def series_key(kind: str, key: str) -> Any:
     """A series key as stored: years as numbers, dates and months as their ISO text."""
     return int(key) if kind == "year" else key
@@ -189,6 +203,8 @@ def analyze(values: list[Any]) -> Node:
     if all(isinstance(v, dict) for v in present):
         if series_kind(present):
             return Node("series")
+        if value_series_kind(present):
+            return Node("series_values")
         if is_keyed_map(present):
             return Node("keyed")
         order: list[str] = []
@@ -295,6 +311,10 @@ class JsonLoader:
             if series_kind([document]):
                 kind = series_kind([document])
                 self.collection(stem, list(document.items()), "$.*", None, series=kind)
+            elif value_series_kind([document]):
+                kind = value_series_kind([document])
+                rows = [{kind: series_key(kind, k), "value": v} for k, v in document.items()]
+                self.value_series(stem, rows, [kind], "$.*", None)
             elif is_keyed_map([document]):
                 self.collection(stem, list(document.items()), "$.*", None)
             else:
@@ -306,6 +326,10 @@ class JsonLoader:
                     elif isinstance(value, dict) and value and series_kind([value]):
                         kind = series_kind([value])
                         self.collection(key, list(value.items()), f"{path}.*", None, series=kind)
+                    elif isinstance(value, dict) and value_series_kind([value]):
+                        kind = value_series_kind([value])
+                        rows = [{kind: series_key(kind, k), "value": v} for k, v in value.items()]
+                        self.value_series(key, rows, [kind], f"{path}.*", None)
                     elif isinstance(value, dict) and value and is_keyed_map([value]):
                         self.collection(key, list(value.items()), f"{path}.*", None)
                     elif isinstance(value, list | dict) and not value:
@@ -492,6 +516,15 @@ class JsonLoader:
             if rows:
                 spec = self.scalar_child(name, rows, fk, parent, sub_path + "[*]")
                 spec.list_of["value"] = field_path
+        elif node.kind == "series_values":
+            kind = value_series_kind([m for _, m in pairs])
+            rows = [
+                {fk: parent_key, kind: series_key(kind, key), "value": value}
+                for parent_key, mapping in pairs
+                for key, value in mapping.items()
+            ]
+            if rows:
+                self.value_series(name, rows, [fk, kind], sub_path + ".*", parent)
         elif node.kind == "kv":
             rows = []
             for parent_key, mapping in pairs:
@@ -499,6 +532,22 @@ class JsonLoader:
                     rows.append({fk: parent_key, "key": key, "value": value})
             if rows:
                 self.scalar_child(name, rows, fk, parent, sub_path + ".*")
+
+    def value_series(
+        self, raw: str, rows: list[dict], key: list[str], path: str, parent: Parent | None
+    ) -> TableSpec:
+        """A series of plain values -> (parent key, date, value) rows keyed by both, or
+        (date, value) rows keyed by the date at the top of a document."""
+        kind = key[-1]
+        types = {"value": _json_type([r["value"] for r in rows]), kind: series_type(kind)}
+        if parent is None:
+            return self.write(self.table_name(raw), rows, kind, path, types)
+        types[parent.fk_column] = self.builder.tables[parent.table].types[parent.ref_column]
+        spec = self.write(self.table_name(raw), rows, "", path, types, key)
+        self.builder.declare_foreign_key(
+            spec.name, parent.fk_column, parent.table, parent.ref_column
+        )
+        return spec
 
     def scalar_child(
         self, raw: str, rows: list[dict], fk: str, parent: Parent, path: str
