@@ -238,3 +238,36 @@ def test_a_series_of_plain_values_becomes_parent_date_value_rows(tmp_path):
     inflation = schema["inflation"]
     assert inflation.primary_key == "month" and inflation.row_count == 3
     assert inflation.column("value").kind == "real"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_uploaded_airline_builds_with_series_links_and_its_category(
+    reviewer_api, settings, tmp_path
+):
+    """Through the REST upload: the series and link tools are published, the id list is a
+    foreign key, and the unnamed category is read from the tables (flights, reservations)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from aw_site.models import Job
+    from environments.models import Environment
+    from tests.support.worker import wait_for
+
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    content = json.dumps(airline_document()).encode()
+    file = SimpleUploadedFile("db.json", content, content_type="application/octet-stream")
+    response = reviewer_api.post(
+        "/api/environments/build/", {"file": file, "name": "tau_db"}, format="multipart"
+    )
+    assert response.status_code == 202, response.content[:500]
+    job_id = response.json()["id"]
+    wait_for(lambda: Job.objects.get(pk=job_id).is_finished, timeout=180, message="airline")
+    job = Job.objects.get(pk=job_id)
+    assert job.state == "succeeded", (job.error, job.log_tail[-1500:])
+    environment = Environment.objects.get(pk=job.result["environment"])
+    assert environment.status == Environment.Status.VERIFIED
+    tools = {t["function"]["name"] for t in environment.manifest["tools"]}
+    assert {"search_flight_dates", "add_flight_date", "remove_flight_date"} <= tools
+    schema = environment.build_yield["schema"]
+    assert "user_reservations.value -> reservations.reservation_id" in schema["foreign_keys"]
+    assert schema["category"]["secondary"] == "Flights & Airports", schema["category"]

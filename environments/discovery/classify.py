@@ -2,10 +2,11 @@
 
 Offline: keyword scoring of the theme's name, title, description and tool names against each
 secondary category's keywords (title words count double). A database's theme also carries its
-tables and their columns (`{"tables": {"invoice_lines": ["invoice_id", ...]}}`): every table
-whose name holds a category's keyword adds 1.5 (tables are what the data is about, so a music
-store with tracks, albums, artists and playlists is music even though it has invoices), and
-each distinct column word adds 0.5. With an LLM configured
+tables and their columns (`{"tables": {"invoice_lines": ["invoice_id", ...]}}`): a table whose
+head noun (the last word: `invoice_lines` is about lines) is a category's keyword adds 1.5, one
+with the keyword elsewhere in its name 0.5 (child tables repeat their parent's name), and each
+distinct column word 0.5. Tables are what the data is about, so a music store with tracks,
+albums, artists and playlists is music even though it has invoices. With an LLM configured
 (aw_site.llm), the LLM picks among the same categories; an unusable answer falls back offline.
 """
 
@@ -38,23 +39,38 @@ def _stem(word: str) -> str:
     return word.rstrip("s") if len(word) > 3 else word
 
 
-TABLE_WEIGHT = 1.5  # per table whose name holds one of a category's keywords
+TABLE_WEIGHT = 1.5  # per table whose head noun is one of a category's keywords
+TABLE_OTHER_WEIGHT = 0.5  # per table with such a keyword elsewhere in its name
 COLUMN_WEIGHT = 0.5  # per distinct column word among a category's keywords
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def _word_list(name: str) -> list[str]:
+    return [_stem(singular(w.lower())) for w in _WORD.findall(str(name))]
 
 
 def name_words(name: str) -> set[str]:
     """The words of a table or column name, singular and stemmed like the keywords:
     invoice_lines -> {invoice, line}; InvoiceLine -> {invoice, line}; AlbumId -> {album, id}."""
-    return {_stem(singular(w.lower())) for w in _WORD.findall(str(name))}
+    return set(_word_list(name))
 
 
-def _table_words(theme: dict) -> tuple[list[set[str]], set[str]]:
-    """Per table, its name's words; and all distinct column words of the database."""
+def _table_words(theme: dict) -> tuple[list[tuple[str, set[str]]], set[str]]:
+    """Per table, its head noun and its other words; and the database's distinct column words."""
     tables = theme.get("tables") or {}
-    per_table = [name_words(name) for name in tables]
+    per_table = []
+    for name in tables:
+        words = _word_list(name) or [""]
+        per_table.append((words[-1], set(words[:-1])))
     columns = {w for cols in tables.values() for c in cols or () for w in name_words(c)}
     return per_table, columns
+
+
+def _table_score(tables: list[tuple[str, set[str]]], keys: set[str]) -> float:
+    return sum(
+        TABLE_WEIGHT if head in keys else TABLE_OTHER_WEIGHT if others & keys else 0.0
+        for head, others in tables
+    )
 
 
 def tertiary_topic(theme: dict) -> str:
@@ -80,7 +96,7 @@ def classify_offline(theme: dict) -> Classification:
         for secondary in primary.secondaries:
             keys = {_stem(k.lower()) for k in secondary.keywords}
             score = 2.0 * len(keys & title_words) + 1.0 * len(keys & body_words)
-            score += TABLE_WEIGHT * sum(1 for words in table_words if words & keys)
+            score += _table_score(table_words, keys)
             score += COLUMN_WEIGHT * len(keys & column_words)
             if score > best[0]:
                 best = (score, secondary.name)

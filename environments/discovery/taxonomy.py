@@ -28,7 +28,11 @@ def _p(name: str, *secondaries: tuple[str, str]) -> Primary:
 TAXONOMY: tuple[Primary, ...] = (
     _p(
         "Travel & Transportation",
-        ("Flights & Airports", "flight airport airline iata icao runway airfield boarding gate"),
+        (
+            "Flights & Airports",
+            "flight airport airline iata icao runway airfield boarding gate passenger baggage "
+            "cabin seat departure arrival",
+        ),
         ("Rail & Public Transit", "train rail railway station transit bus metro subway route stop"),
         ("Hotels & Lodging", "hotel lodging room reservation booking check-in guest stay trip"),
     ),
