@@ -142,11 +142,16 @@ def test_a_wrong_link_tool_fails_its_generated_tests(music_db):
     tools.functions["remove_track_from_playlist"] = (
         "def remove_track_from_playlist(db, **params):\n    return {'removed': True}\n"
     )
+    # Lists the link rows rather than the tracks they point at.
+    tools.functions["list_tracks_for_playlist"] = tools.functions[
+        "list_playlist_tracks_for_playlist"
+    ].replace("list_playlist_tracks_for_playlist", "list_tracks_for_playlist")
     with SandboxPool(workers=1) as pool:
         report, kept = verify_tools("music", music_db, tools, pool=pool)
     verdicts = {v.name: v for v in report.verdicts}
     assert not verdicts["add_track_to_playlist"].verified
     assert not verdicts["remove_track_from_playlist"].verified
+    assert not verdicts["list_tracks_for_playlist"].verified
     assert "add_track_to_playlist" not in kept.names()
 
 
