@@ -6,6 +6,9 @@ avg, min, max grouped by a low-cardinality column), and create/update/delete_<en
 validation (required columns, types, foreign keys, uniqueness) and the domain rules the rows
 support (`domain_rules`: state columns change only through transition tools such as
 cancel_<entity> along the transitions the data shows; numeric columns keep their observed sign).
+A table keyed by several columns (a link table, parent key + date) gets add_/remove_ tools
+(add_track_to_playlist refuses an existing link or unknown keys, remove_ names a link that does
+not exist) and a link between two tables lists either side (list_tracks_for_playlist).
 Entity and tool names are English (`naming`): orders -> order / orders, people -> person.
 Each tool comes with an OpenAI JSON schema, a kind (read/write) and several unit tests whose
 expectations are computed now from the real rows, so a tool that passes them really answers
