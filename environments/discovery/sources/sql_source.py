@@ -19,6 +19,7 @@ _ALLOWED = re.compile(
     r"INSERT|UPDATE|DELETE|REPLACE)\b",
     re.IGNORECASE,
 )
+_LEADING_BLOCK = re.compile(r"^\s*(?:/\*.*?\*/\s*)+", re.DOTALL)  # a /* header */ before it
 _SKIPPED = re.compile(r"^(BEGIN|COMMIT|END|PRAGMA\s+foreign_keys)\b", re.IGNORECASE)
 _DENIED_ACTIONS = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
@@ -42,7 +43,7 @@ def split_statements(script: str) -> list[tuple[int, str]]:
 
 def _strip_comments(sql: str) -> str:
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return "\n".join(lines)
+    return _LEADING_BLOCK.sub("", "\n".join(lines))
 
 
 def _authorizer(action, arg1, arg2, db_name, trigger):
