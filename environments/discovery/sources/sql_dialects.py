@@ -1,22 +1,40 @@
-"""PostgreSQL (`pg_dump` plain) and MySQL/MariaDB (`mysqldump`) dumps -> SQLite tables.
+"""PostgreSQL and MySQL/MariaDB SQL -> SQLite tables: dumps (`pg_dump`, `mysqldump`) and
+scripts written by hand (sample databases published as .sql files).
 
-The dump is never executed: it is split into statements (strings, quoted identifiers, comments,
-`/*!40101 ... */` conditional comments, dollar quotes, `DELIMITER` and `COPY ... FROM stdin;`
+The SQL is never executed: it is split into statements (strings, N'...' and E'...' literals,
+quoted identifiers, `--`, `#` and `/* */` comments, `/*!40101 ... */` conditional comments,
+dollar quotes, `DELIMITER`, psql meta-commands such as `\\c dbname`, and `COPY ... FROM stdin;`
 data blocks understood), and only what describes tables and their rows is interpreted:
 
-- CREATE TABLE: columns with their types mapped to SQLite (serial/int -> INTEGER, numeric/decimal
-  -> REAL, character varying/text/enum -> TEXT, timestamp [with time zone]/datetime -> DATETIME,
-  date -> DATE, boolean/tinyint(1) -> BOOLEAN, bytea/blob -> BLOB), NOT NULL, PRIMARY KEY,
-  UNIQUE, REFERENCES and table constraints (composite keys, CONSTRAINT ... FOREIGN KEY);
-- ALTER TABLE [ONLY] ... ADD [CONSTRAINT ...] PRIMARY KEY / FOREIGN KEY / UNIQUE;
+- CREATE TABLE: columns with their types mapped to SQLite (serial/identity/int -> INTEGER,
+  numeric/decimal -> REAL, character varying/text/enum -> TEXT, timestamp [with time zone]/
+  datetime -> DATETIME, date -> DATE, boolean/tinyint(1) -> BOOLEAN, bytea/blob -> BLOB), NOT
+  NULL, literal DEFAULTs (filled into rows an INSERT leaves them out of), PRIMARY KEY, UNIQUE,
+  REFERENCES and table constraints (composite keys, CONSTRAINT ... FOREIGN KEY);
+- ALTER TABLE [ONLY] ... ADD [CONSTRAINT ...] PRIMARY KEY / FOREIGN KEY / UNIQUE / CHECK;
 - CREATE [UNIQUE] INDEX on plain columns;
+- CHECK constraints and enums (MySQL `ENUM('a','b')` columns, PostgreSQL `CREATE TYPE x AS ENUM`)
+  are kept as rules: simple forms (`col IN (...)`, `col >= n`, `>`, `<=`, `<`, `BETWEEN`, `<> ''`,
+  joined by AND) become normalised SQLite CHECKs on the final table (see `sql_checks`); any
+  other CHECK, or one the rows break, is dropped with a provenance note naming it and why;
 - INSERT INTO ... VALUES (...), (...) and COPY ... FROM stdin rows, each value converted to its
   column's type (a mismatch is a SourceError naming the line).
 
-Everything else (SET, SELECT pg_catalog.set_config/setval, sequences, CREATE SCHEMA/TYPE/
-FUNCTION, COMMENT ON, OWNER TO, GRANT, LOCK/UNLOCK TABLES, DROP TABLE, `\\restrict`) is skipped.
-Rows go into staging tables first; once the whole dump is read (pg_dump adds keys at the end) the
-final tables are created with their keys and filled from the staging tables.
+What needs SQL to run is decided by what it would do to the data:
+- INSERT ... SELECT, CREATE TABLE ... AS SELECT, UPDATE, DELETE, TRUNCATE and MERGE would change
+  or derive rows, so the data read would not be the data meant: the build is refused, naming the
+  line and the statement kind.
+- CREATE FUNCTION / PROCEDURE / TRIGGER / VIEW / RULE / EVENT, DO blocks and CALL only add
+  behaviour on top of the rows (real pg_dump files of popular databases carry triggers that keep
+  a `last_update` column): they are not run, and each is recorded in the table's provenance as
+  "not honoured: line N: CREATE TRIGGER x (triggers need SQL to run)" so the user sees it. A NOT
+  NULL column whose DEFAULT needs SQL (now(), uuid()) and that INSERTs left out loses its NOT
+  NULL, with the same kind of note.
+
+Everything else (CREATE/DROP DATABASE, USE, SET, SELECT pg_catalog.set_config/setval, sequences,
+CREATE SCHEMA/DOMAIN, COMMENT ON, OWNER TO, GRANT, LOCK/UNLOCK TABLES, DROP TABLE) is skipped.
+Rows go into staging tables first; once the whole script is read (pg_dump adds keys at the end)
+the final tables are created with their keys and rules and filled from the staging tables.
 """
 
 from __future__ import annotations
@@ -355,6 +373,7 @@ _ROUTINE = re.compile(
     r"(FUNCTION|PROCEDURE|TRIGGER|MATERIALIZED\s+VIEW|VIEW|RULE|EVENT|AGGREGATE)\s",
     re.IGNORECASE,
 )
+_CUT_OFF = re.compile(r"unterminated|not terminated|COPY without data")
 _COMPARE = {">=", ">", "<=", "<", "=", "<>", "!="}
 _FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "=": "=", "<>": "<>", "!=": "!="}
 _CHECK_WORDS = {"IN", "ANY", "ARRAY", "AND", "OR", "NOT", "BETWEEN", "VALUES"}
@@ -595,14 +614,21 @@ class DumpReader:
     def fail(self, line: int, message: str) -> SourceError:
         return SourceError(f"{self.name}: line {line}: {message}")
 
-    def read(self, text: str) -> list[TableSpec]:
+    def read(self, text: str, *, partial: bool = False) -> list[TableSpec]:
+        """Read the whole script into final tables; with `partial`, `text` is only the head of a
+        larger script: its statements are read (and refused) the same way, the statement cut at
+        its end is ignored and no final table is made (the probe of a large upload)."""
         try:
             for line, statement, copy_rows in split_dump(text, self.dialect):
                 self.statement(line, statement, copy_rows)
         except SourceError as exc:
+            if partial and _CUT_OFF.search(str(exc)):
+                return []
             if str(exc).startswith(self.name):
                 raise
             raise SourceError(f"{self.name}: {exc}") from exc
+        if partial:
+            return []
         if not self.tables:
             raise SourceError(f"{self.name}: the {self.dialect} dump has no CREATE TABLE")
         return self.finish()
