@@ -1192,7 +1192,10 @@ class DumpReader:
             broken = self.conn.execute(query).fetchone()[0]
             if broken:
                 self.notes.append(
-                    (table.name, f"CHECK ({rule}) on {table.name} not kept: {broken} rows break it")
+                    (
+                        table.name,
+                        f"CHECK ({rule}) on {table.name} not kept: {broken} row(s) break it",
+                    )
                 )
                 continue
             kept.append(rule)
