@@ -387,6 +387,7 @@ def test_the_probe_of_a_large_script_reads_its_head_with_the_build_reader(tmp_pa
 def assert_environment(environment: Environment, rows: dict, keys: set, checks: dict) -> None:
     facts = environment.build_yield
     assert facts["ingest"]["rows_by_table"] == rows
+    assert any("(triggers need SQL to run)" in note for note in facts["ingest"]["notes"])
     assert set(facts["schema"]["foreign_keys"]) == keys
     conn = sqlite3.connect(Path(environment.package_path) / "state.sqlite")
     assert_rules_kept(conn, checks)
