@@ -755,8 +755,8 @@ class DumpReader:
         enum_values = None
         if type_toks and type_toks[0].up == "ENUM":  # MySQL enum('a','b')
             enum_values = [t.value for t in type_toks if t.kind == "str"]
-        elif type_toks:
-            enum_values = self.enums.get(re.sub(r"\(.*", "", raw_type).split(".")[-1].strip('"`'))
+        elif type_toks and not raw_type.endswith("]"):  # a CREATE TYPE ... AS ENUM, not an array
+            enum_values = self.enums.get(sql_name(re.sub(r"\(.*", "", raw_type).split(".")[-1]))
         if enum_values:
             values = ", ".join(_sql_literal(v) for v in enum_values)
             table.checks.append((column, f'"{column}" IN ({values})'))
