@@ -31,7 +31,7 @@ class Limits:
     max_ratio: int = 100
     ratio_floor: int = 1024 * 1024
     probe_bytes: int = 1024 * 1024
-    probe_sql_bytes: int = 16 * 1024 * 1024
+    probe_sql_bytes: int = 8 * 1024 * 1024
 
 
 DEFAULT_LIMITS = Limits()
