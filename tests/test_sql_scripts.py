@@ -168,6 +168,47 @@ def test_the_mysql_script_is_read_with_keys_rules_and_escapes(tmp_path):
     )
 
 
+MYSQL_SAMPLE_IDIOMS = """SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='TRADITIONAL';
+DROP SCHEMA IF EXISTS shop;
+CREATE SCHEMA shop;
+USE shop;
+CREATE TABLE address (
+  address_id SMALLINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  address VARCHAR(50) NOT NULL,
+  location GEOMETRY NOT NULL /*!80003 SRID 0 */,
+  last_update TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY  (address_id)
+)ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW address_list AS
+  SELECT address_id, address FROM address;
+DELIMITER $$
+CREATE DEFINER=CURRENT_USER FUNCTION balance(p INT) RETURNS DECIMAL(5,2) DETERMINISTIC
+BEGIN
+  RETURN 0;
+END $$
+DELIMITER ;
+INSERT INTO address VALUES (1,'47 Sample Drive',/*!50705 0x0000000001010000003E0A325D63345CC0,*/'2014-09-25 22:30:27'),
+(2,'28 Query Boulevard',/*!50705 0x0000000001010000008E10D4DF812F5CC0,*/'2014-09-25 22:30:09');
+COMMIT;
+"""
+
+
+def test_mysql_sample_database_idioms(tmp_path):
+    """Versioned comments inside a row are MySQL's to run (kept); views and DEFINER functions
+    are noted; SET @variables, CREATE SCHEMA and COMMIT are skipped."""
+    target = build_file(tmp_path, write(tmp_path, "shop.sql", MYSQL_SAMPLE_IDIOMS))
+    rows = sqlite3.connect(target).execute("SELECT address_id, location FROM address").fetchall()
+    assert rows == [
+        (1, bytes.fromhex("0000000001010000003E0A325D63345CC0")),
+        (2, bytes.fromhex("0000000001010000008E10D4DF812F5CC0")),
+    ]
+    notes = [p["detail"] for p in read_provenance(target) if p["kind"] == "sql:note"]
+    assert notes == [
+        "not honoured: line 12: CREATE VIEW address_list (views need SQL to run)",
+        "not honoured: line 15: CREATE FUNCTION balance (functions need SQL to run)",
+    ]
+
+
 # --- detection ------------------------------------------------------------------------------
 
 TABLE = "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);\n"

@@ -176,7 +176,14 @@ def split_dump(text: str, dialect: str):
                 end = text.find("*/", i + 2)
                 if end < 0:
                     raise SourceError(f"line {line}: unterminated /* comment */")
-                parts.append(text[seg:i] + " ")
+                kept = " "
+                if dialect == "mysql" and text.startswith("/*!", i):
+                    # MySQL runs a /*!NNNNN ... */ inside a statement (`/*!50705 0x01...,*/` in
+                    # a row): its text is kept. A statement that is wholly one (`/*!40101 SET
+                    # ... */;`, mysqldump's stand-in view tables) is still dropped.
+                    if ("".join(parts) + text[seg:i]).strip():
+                        kept = " " + re.sub(r"^/\*!\d*", "", text[i:end]) + " "
+                parts.append(text[seg:i] + kept)
                 line += text.count("\n", i, end)
                 pos = seg = end + 2
             elif ch == "\\" and dialect == "mysql":
@@ -368,9 +375,9 @@ def _qualified(tokens: list[Tok], i: int) -> tuple[str, int]:
 
 
 _ROUTINE = re.compile(
-    r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:DEFINER\s*=\s*\S+\s+)?(?:SQL\s+SECURITY\s+\w+\s+)?"
-    r"(?:ALGORITHM\s*=\s*\w+\s+)?(?:CONSTRAINT\s+|EVENT\s+TRIGGER\s+(?=\S))?"
-    r"(FUNCTION|PROCEDURE|TRIGGER|MATERIALIZED\s+VIEW|VIEW|RULE|EVENT|AGGREGATE)\s",
+    r"CREATE\s+(?:(?:OR\s+REPLACE|DEFINER\s*=\s*\S+|SQL\s+SECURITY\s+\w+|ALGORITHM\s*=\s*\w+"
+    r"|CONSTRAINT|TEMP|TEMPORARY|RECURSIVE)\s+)*"
+    r"(FUNCTION|PROCEDURE|EVENT\s+TRIGGER|TRIGGER|MATERIALIZED\s+VIEW|VIEW|RULE|EVENT|AGGREGATE)\s",
     re.IGNORECASE,
 )
 _CUT_OFF = re.compile(r"unterminated|not terminated|COPY without data")
@@ -1031,7 +1038,7 @@ class DumpReader:
                 )
             elif tok.text in (",", ";"):
                 i += 1
-            elif tok.up == "ON":  # ON CONFLICT / ON DUPLICATE KEY UPDATE: the values are kept
+            elif tok.up in ("ON", "RETURNING"):  # ON CONFLICT / ON DUPLICATE KEY: values kept
                 break
             else:
                 raise self.fail(line, f"{name}: unexpected {tok.text!r} in VALUES")
