@@ -272,6 +272,15 @@ def test_a_script_without_the_sql_suffix_is_sql_when_it_opens_with_a_comment(tmp
     assert detect_format(path) == "sql"
 
 
+def test_a_sqlite_script_may_use_n_literals(tmp_path):
+    script = TABLE + "INSERT INTO t VALUES (1, N'O''Neil'), (2, 'N''Djamena'); -- n'est pas\n"
+    conn = sqlite3.connect(build_file(tmp_path, write(tmp_path, "n.sql", script)))
+    assert conn.execute("SELECT name FROM t ORDER BY id").fetchall() == [
+        ("O'Neil",),
+        ("N'Djamena",),
+    ]
+
+
 def test_a_sqlite_script_may_open_with_a_block_comment(tmp_path):
     path = write(
         tmp_path,
