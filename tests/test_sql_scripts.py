@@ -407,6 +407,19 @@ def test_statements_that_need_sql_are_refused_naming_the_line(tmp_path, dialect,
     assert str(probed.value) == str(built.value)  # the upload is refused with the build's words
 
 
+def test_the_probe_refuses_rows_that_break_a_declared_foreign_key(tmp_path):
+    script = (
+        "CREATE TABLE a (id SERIAL PRIMARY KEY);\nCREATE TABLE b (id SERIAL PRIMARY KEY, "
+        "a_id INT REFERENCES a (id));\nINSERT INTO a (id) VALUES (1);\n"
+        "INSERT INTO b (a_id) VALUES (1), (7);\n"
+    )
+    path = write(tmp_path, "fk.sql", script)
+    with pytest.raises(SourceError, match="foreign key check failed"):
+        build_file(tmp_path, path)
+    with pytest.raises(SourceError, match=r"fk.sql: 1 row\(s\) break a declared foreign key"):
+        probe_file(path)
+
+
 def test_the_probe_accepts_what_the_build_accepts_with_exact_counts():
     probe = probe_file(PG_SCRIPT)
     assert (probe.format, probe.tables, probe.records, probe.estimated) == ("sql", 6, 29, False)

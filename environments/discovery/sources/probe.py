@@ -122,7 +122,9 @@ def _probe_csv(path: Path, probe: Probe, limits: Limits) -> None:
     probe.detail = f"{len(header)} columns"
 
 
-def _plan(loader_call, path: Path, probe: Probe, deadline_s: float | None = None) -> None:
+def _plan(
+    loader_call, path: Path, probe: Probe, deadline_s: float | None = None, check=None
+) -> None:
     """Run a loader (the JSON planner, the SQL readers) against a throwaway in-memory database;
     with `deadline_s`, SQL that runs longer (a SQLite script's recursive INSERT) is stopped."""
     builder = DatabaseBuilder.__new__(DatabaseBuilder)
@@ -141,6 +143,8 @@ def _plan(loader_call, path: Path, probe: Probe, deadline_s: float | None = None
                     "(a statement that generates rows without end?)"
                 ) from None
             raise
+        if check is not None:
+            check(builder)
         probe.tables = len(specs)
         probe.records = sum(
             builder.conn.execute(f'SELECT COUNT(*) FROM "{s.name}"').fetchone()[0] for s in specs
@@ -211,7 +215,13 @@ def _probe_sql(path: Path, probe: Probe, limits: Limits) -> None:
     dialect = sql_dialect(head[:65536])
     probe.detail = f"{dialect} dump"
     if probe.size <= limits.probe_sql_bytes:
-        _plan(lambda builder: load_sql_dump(builder, path), path, probe, deadline_s=_SQL_SECONDS)
+        _plan(
+            lambda builder: load_sql_dump(builder, path),
+            path,
+            probe,
+            deadline_s=_SQL_SECONDS,
+            check=lambda builder: _foreign_key_check(builder, path),
+        )
         return
     if dialect in ("postgres", "mysql"):
         cut = Limits(**{**limits.__dict__, "probe_bytes": limits.probe_sql_bytes})
@@ -222,6 +232,17 @@ def _probe_sql(path: Path, probe: Probe, limits: Limits) -> None:
             probe,
         )
     _count_sql(path, probe)
+
+
+def _foreign_key_check(builder: DatabaseBuilder, path: Path) -> None:
+    """The build checks the declared foreign keys once every table is in; so does the probe."""
+    problems = builder.conn.execute("PRAGMA foreign_key_check").fetchall()
+    if problems:
+        table, rowid, parent, _ = problems[0]
+        raise SourceError(
+            f"{path.name}: {len(problems)} row(s) break a declared foreign key (first: {table} "
+            f"row {rowid} names a missing {parent} row)"
+        )
 
 
 def _count_sql(path: Path, probe: Probe) -> None:

@@ -418,6 +418,8 @@ def _default_value(tokens: list[Tok], i: int) -> tuple[Any, bool]:
     if i >= len(tokens):
         return "", False
     tok = tokens[i]
+    if tok.kind == "str" and str(tok.value).lower() in ("now", "today", "current_timestamp"):
+        return f"'{tok.value}'", False  # PostgreSQL reads these strings at insert time
     if tok.kind == "str":
         return tok.value, True
     if tok.kind == "num":
