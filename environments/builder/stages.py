@@ -233,14 +233,19 @@ def run_stages(
 
 
 def database_facts(db_path: str | Path, provenance: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ingest yield every origin shares: tables, rows (per table) and data sources."""
+    """The ingest yield every origin shares: tables, rows (per table), data sources and the notes
+    of what a source held but the build did not honour (a SQL script's triggers, dropped CHECKs)."""
     schema = read_schema(db_path)
-    return {
+    notes = [p["detail"] for p in provenance if p.get("kind") == "sql:note"]
+    facts = {
         "tables": len(schema),
         "rows": sum(t.row_count for t in schema.values()),
         "rows_by_table": {name: t.row_count for name, t in schema.items()},
-        "sources": len(provenance),
+        "sources": len(provenance) - len(notes),
     }
+    if notes:
+        facts["notes"] = notes
+    return facts
 
 
 def schema_stage(origin: OriginStages, ingested: IngestResult, progress: Progress) -> SchemaResult:

@@ -32,7 +32,8 @@ _BINARY_MAGIC = {
     b"7z\xbc\xaf": "a 7-Zip archive",
 }
 _SQL_START = re.compile(
-    r"^\s*(--|/\*|CREATE\s|INSERT\s|BEGIN|PRAGMA\s|SET\s|DROP\s|START\s+TRANSACTION|LOCK\s)",
+    r"^\s*(--|/\*|#|CREATE\s|INSERT\s|BEGIN|PRAGMA\s|SET\s|DROP\s|START\s+TRANSACTION|LOCK\s"
+    r"|USE\s|\\c(?:onnect)?\s)",
     re.IGNORECASE,
 )
 _HTML = re.compile(r"<(!doctype\s+html|html|head|body|table|div|h[1-6]|p|title)\b", re.IGNORECASE)
@@ -46,22 +47,68 @@ def read_head(path: Path, size: int = _HEAD) -> bytes:
         raise SourceError(f"{Path(path).name}: cannot read ({exc.strerror or exc})") from exc
 
 
+# Signs of a dialect in a hand-written script, each with its weight. Dump-tool headers decide
+# alone; otherwise the evidence over the whole head is summed (not the first match), so one
+# backtick in a comment does not outweigh a script full of SERIAL and `::` casts.
+_POSTGRES_SIGNS = [
+    (r"pg_catalog\.|^COPY\s+\S+.*FROM\s+stdin;|^SET\s+search_path|\bALTER\s+TABLE\s+ONLY\b", 10),
+    (r"\b(?:BIG|SMALL)?SERIAL\b", 3),
+    (r"\bGENERATED\s+(?:ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY\b", 3),
+    (r"(?<![\w'])E'", 2),
+    (r"^\\(?:c|connect)\s", 5),
+    (r"\w::\w|\)::\w|'::\w", 2),
+    (r"\bcharacter\s+varying\b", 3),
+    (r"\bTIMESTAMPTZ\b|\bBYTEA\b|\bJSONB\b|\btimestamp\s+with(?:out)?\s+time\s+zone\b", 3),
+    (r"\bCREATE\s+DATABASE\b[^;]*\b(?:ENCODING|LC_COLLATE|TEMPLATE)\b", 4),
+    (r"\bCREATE\s+TYPE\s+\S+\s+AS\s+ENUM\b", 4),
+    (r"\$\$", 2),
+    (r'\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:\w+\.)?"', 1),
+]
+_MYSQL_SIGNS = [
+    (r"/\*!\d{5}|^LOCK\s+TABLES", 10),
+    (r"\bENGINE\s*=", 5),
+    (r"\bAUTO_INCREMENT\b", 4),
+    (r"^\s*USE\s+`?\w+`?\s*;", 5),
+    (r"\bUNSIGNED\b", 3),
+    (r"\b(?:DEFAULT\s+)?(?:CHARSET|CHARACTER\s+SET)\s*=?\s*\w+", 2),
+    (r"^\s*[`\w]+\s+ENUM\s*\(|,\s*[`\w]+\s+ENUM\s*\(", 3),
+    (r"^DELIMITER\s", 5),
+]
+# SQLite's own (`sqlite3 .dump` quotes names too): these keep such a script on the SQLite path.
+_SQLITE_SIGNS = [
+    (r"^PRAGMA\s", 5),
+    (r"\bAUTOINCREMENT\b", 4),
+    (r"\bWITHOUT\s+ROWID\b", 4),
+    (r"^BEGIN\s+TRANSACTION\s*;", 2),
+]
+_BACKTICK = re.compile(r"`\w+`")
+_COMMENTS = re.compile(r"/\*(?!!).*?\*/|^\s*--[^\n]*", re.DOTALL | re.MULTILINE)
+
+
+def _weigh(signs: list[tuple[str, int]], text: str) -> int:
+    flags = re.MULTILINE | re.IGNORECASE
+    return sum(weight for pattern, weight in signs if re.search(pattern, text, flags))
+
+
 def sql_dialect(text: str) -> str:
-    """'postgres', 'mysql' or 'sqlite' for the start of a SQL dump."""
+    """'postgres', 'mysql' or 'sqlite' for the head of a SQL dump or hand-written script.
+
+    Every sign of PostgreSQL (SERIAL, IDENTITY, E'...', psql \\c, :: casts, character varying,
+    TIMESTAMPTZ, BYTEA, CREATE DATABASE ... ENCODING, CREATE TYPE ... AS ENUM, "quoted" tables)
+    and of MySQL (backticks, AUTO_INCREMENT, ENGINE=, USE db, UNSIGNED, ENUM(...) columns,
+    CHARSET) found in `text` adds its weight; the heavier side wins, and a script with no sign
+    at all, or as much sign of SQLite (PRAGMA, AUTOINCREMENT, WITHOUT ROWID), is SQLite. N'...' literals are common to both and decide nothing."""
     if re.search(r"^--\s*PostgreSQL database dump", text, re.MULTILINE | re.IGNORECASE):
         return "postgres"
-    if re.search(r"^--\s*(MySQL|MariaDB) dump", text, re.MULTILINE | re.IGNORECASE):
+    if re.search(r"^--\s*(?:MySQL|MariaDB) dump", text, re.MULTILINE | re.IGNORECASE):
         return "mysql"
-    if re.search(r"\bENGINE\s*=|/\*!\d{5}|^LOCK TABLES|`\w+`", text, re.MULTILINE | re.IGNORECASE):
-        return "mysql"
-    if re.search(
-        r"pg_catalog\.|^COPY\s+\S+.*FROM\s+stdin;|^SET\s+search_path|\bcharacter varying\b"
-        r"|\bALTER TABLE ONLY\b",
-        text,
-        re.MULTILINE | re.IGNORECASE,
-    ):
-        return "postgres"
-    return "sqlite"
+    text = _COMMENTS.sub(" ", text)  # a sign in prose ("std::string") is no evidence
+    postgres = _weigh(_POSTGRES_SIGNS, text)
+    mysql = _weigh(_MYSQL_SIGNS, text)
+    mysql += min(6, len(_BACKTICK.findall(text[:16384])))  # backtick-quoted names
+    if _weigh(_SQLITE_SIGNS, text) >= max(postgres, mysql):
+        return "sqlite"
+    return "postgres" if postgres > mysql else "mysql"
 
 
 def detect_format(path: Path) -> str:

@@ -18,6 +18,9 @@ class Limits:
     - max_ratio: largest compression ratio (uncompressed / compressed) before an archive is
       treated as a zip bomb; only checked once a member or the total passes `ratio_floor` bytes.
     - probe_bytes: prefix read by the probe of line-oriented formats (CSV, JSONL, SQL, HTML).
+    - probe_sql_bytes: largest SQL script the probe reads whole with the build's own reader (in a
+      scratch in-memory database), so it refuses what the build would refuse; a larger script is
+      read that way up to this many bytes and its remaining rows are counted by streaming.
     """
 
     max_bytes: int = 100 * 1024 * 1024
@@ -28,6 +31,7 @@ class Limits:
     max_ratio: int = 100
     ratio_floor: int = 1024 * 1024
     probe_bytes: int = 1024 * 1024
+    probe_sql_bytes: int = 8 * 1024 * 1024
 
 
 DEFAULT_LIMITS = Limits()

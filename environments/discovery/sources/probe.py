@@ -1,8 +1,9 @@
 """A fast check of one uploaded file before a build is queued: `probe_file`.
 
 It detects the format by content, enforces the size limit, and reads only a bounded prefix of
-line-oriented formats (CSV, JSONL, SQL dumps are streamed, not loaded into SQLite); a JSON
-document below the size limit is parsed whole and its shape planned without writing anything.
+line-oriented formats (CSV, JSONL are streamed, not loaded into SQLite); a JSON document below
+the size limit is parsed whole and its shape planned without writing anything, and a SQL script
+is read by the build's own reader into a scratch in-memory database (see `_probe_sql`).
 Every refusal is a SourceError whose message starts with the file's name.
 """
 
@@ -12,6 +13,7 @@ import csv
 import io
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,13 +122,29 @@ def _probe_csv(path: Path, probe: Probe, limits: Limits) -> None:
     probe.detail = f"{len(header)} columns"
 
 
-def _plan(loader_call, path: Path, probe: Probe) -> None:
-    """Run the JSON planner against a throwaway in-memory database."""
+def _plan(
+    loader_call, path: Path, probe: Probe, deadline_s: float | None = None, check=None
+) -> None:
+    """Run a loader (the JSON planner, the SQL readers) against a throwaway in-memory database;
+    with `deadline_s`, SQL that runs longer (a SQLite script's recursive INSERT) is stopped."""
     builder = DatabaseBuilder.__new__(DatabaseBuilder)
     builder.conn = sqlite3.connect(":memory:")
     builder.tables, builder.provenance, builder._finished = {}, [], True
+    if deadline_s is not None:
+        deadline = time.monotonic() + deadline_s
+        builder.conn.set_progress_handler(lambda: time.monotonic() > deadline, 100_000)
     try:
-        specs = loader_call(builder)
+        try:
+            specs = loader_call(builder)
+        except SourceError:
+            if deadline_s is not None and time.monotonic() > deadline:
+                raise SourceError(
+                    f"{path.name}: reading it took longer than {deadline_s:.0f} s at upload "
+                    "(a statement that generates rows without end?)"
+                ) from None
+            raise
+        if check is not None:
+            check(builder)
         probe.tables = len(specs)
         probe.records = sum(
             builder.conn.execute(f'SELECT COUNT(*) FROM "{s.name}"').fetchone()[0] for s in specs
@@ -181,14 +199,54 @@ def _probe_sqlite(path: Path, probe: Probe) -> None:
     probe.tables = len(tables)
 
 
+_SQL_SECONDS = 30.0  # the longest the upload probe reads one SQL script
 _CREATE = re.compile(r"^\s*CREATE\s+(?:UNLOGGED\s+|TEMP\w*\s+)?TABLE\b", re.IGNORECASE)
 _ROWS = re.compile(r"^\s*(INSERT\s|REPLACE\s|\()", re.IGNORECASE)
 
 
 def _probe_sql(path: Path, probe: Probe, limits: Limits) -> None:
-    """Stream the dump line by line (bounded memory): count tables and row lines."""
+    """Read the script with the build's own reader into a scratch in-memory database, so the
+    upload is refused with the message the build would give. A script above probe_sql_bytes is
+    read that way up to that size, and its rows are counted by streaming (bounded memory)."""
+    from .sql_dialects import DumpReader
+    from .sql_source import load_sql_dump
+
     head, _ = _prefix(path, limits)
     dialect = sql_dialect(head[:65536])
+    probe.detail = f"{dialect} dump"
+    if probe.size <= limits.probe_sql_bytes:
+        _plan(
+            lambda builder: load_sql_dump(builder, path),
+            path,
+            probe,
+            deadline_s=_SQL_SECONDS,
+            check=lambda builder: _foreign_key_check(builder, path),
+        )
+        return
+    if dialect in ("postgres", "mysql"):
+        cut = Limits(**{**limits.__dict__, "probe_bytes": limits.probe_sql_bytes})
+        text, _ = _prefix(path, cut)
+        _plan(
+            lambda builder: DumpReader(builder, path, dialect, str(path)).read(text, partial=True),
+            path,
+            probe,
+        )
+    _count_sql(path, probe)
+
+
+def _foreign_key_check(builder: DatabaseBuilder, path: Path) -> None:
+    """The build checks the declared foreign keys once every table is in; so does the probe."""
+    problems = builder.conn.execute("PRAGMA foreign_key_check").fetchall()
+    if problems:
+        table, rowid, parent, _ = problems[0]
+        raise SourceError(
+            f"{path.name}: {len(problems)} row(s) break a declared foreign key (first: {table} "
+            f"row {rowid} names a missing {parent} row)"
+        )
+
+
+def _count_sql(path: Path, probe: Probe) -> None:
+    """Stream the script line by line (bounded memory): count tables and row lines."""
     tables = rows = 0
     in_copy = False
     try:
@@ -210,7 +268,6 @@ def _probe_sql(path: Path, probe: Probe, limits: Limits) -> None:
     if tables == 0:
         raise SourceError(f"{path.name}: the SQL dump has no CREATE TABLE statement")
     probe.tables, probe.records, probe.estimated = tables, rows, True
-    probe.detail = f"{dialect} dump"
 
 
 def _probe_html(path: Path, probe: Probe, limits: Limits) -> None:

@@ -1,22 +1,40 @@
-"""PostgreSQL (`pg_dump` plain) and MySQL/MariaDB (`mysqldump`) dumps -> SQLite tables.
+"""PostgreSQL and MySQL/MariaDB SQL -> SQLite tables: dumps (`pg_dump`, `mysqldump`) and
+scripts written by hand (sample databases published as .sql files).
 
-The dump is never executed: it is split into statements (strings, quoted identifiers, comments,
-`/*!40101 ... */` conditional comments, dollar quotes, `DELIMITER` and `COPY ... FROM stdin;`
+The SQL is never executed: it is split into statements (strings, N'...' and E'...' literals,
+quoted identifiers, `--`, `#` and `/* */` comments, `/*!40101 ... */` conditional comments,
+dollar quotes, `DELIMITER`, psql meta-commands such as `\\c dbname`, and `COPY ... FROM stdin;`
 data blocks understood), and only what describes tables and their rows is interpreted:
 
-- CREATE TABLE: columns with their types mapped to SQLite (serial/int -> INTEGER, numeric/decimal
-  -> REAL, character varying/text/enum -> TEXT, timestamp [with time zone]/datetime -> DATETIME,
-  date -> DATE, boolean/tinyint(1) -> BOOLEAN, bytea/blob -> BLOB), NOT NULL, PRIMARY KEY,
-  UNIQUE, REFERENCES and table constraints (composite keys, CONSTRAINT ... FOREIGN KEY);
-- ALTER TABLE [ONLY] ... ADD [CONSTRAINT ...] PRIMARY KEY / FOREIGN KEY / UNIQUE;
+- CREATE TABLE: columns with their types mapped to SQLite (serial/identity/int -> INTEGER,
+  numeric/decimal -> REAL, character varying/text/enum -> TEXT, timestamp [with time zone]/
+  datetime -> DATETIME, date -> DATE, boolean/tinyint(1) -> BOOLEAN, bytea/blob -> BLOB), NOT
+  NULL, literal DEFAULTs (filled into rows an INSERT leaves them out of), PRIMARY KEY, UNIQUE,
+  REFERENCES and table constraints (composite keys, CONSTRAINT ... FOREIGN KEY);
+- ALTER TABLE [ONLY] ... ADD [CONSTRAINT ...] PRIMARY KEY / FOREIGN KEY / UNIQUE / CHECK;
 - CREATE [UNIQUE] INDEX on plain columns;
+- CHECK constraints and enums (MySQL `ENUM('a','b')` columns, PostgreSQL `CREATE TYPE x AS ENUM`)
+  are kept as rules: simple forms (`col IN (...)`, `col >= n`, `>`, `<=`, `<`, `BETWEEN`, `<> ''`,
+  joined by AND) become normalised SQLite CHECKs on the final table (see `sql_checks`); any
+  other CHECK, or one the rows break, is dropped with a provenance note naming it and why;
 - INSERT INTO ... VALUES (...), (...) and COPY ... FROM stdin rows, each value converted to its
   column's type (a mismatch is a SourceError naming the line).
 
-Everything else (SET, SELECT pg_catalog.set_config/setval, sequences, CREATE SCHEMA/TYPE/
-FUNCTION, COMMENT ON, OWNER TO, GRANT, LOCK/UNLOCK TABLES, DROP TABLE, `\\restrict`) is skipped.
-Rows go into staging tables first; once the whole dump is read (pg_dump adds keys at the end) the
-final tables are created with their keys and filled from the staging tables.
+What needs SQL to run is decided by what it would do to the data:
+- INSERT ... SELECT, CREATE TABLE ... AS SELECT, UPDATE, DELETE, TRUNCATE and MERGE would change
+  or derive rows, so the data read would not be the data meant: the build is refused, naming the
+  line and the statement kind.
+- CREATE FUNCTION / PROCEDURE / TRIGGER / VIEW / RULE / EVENT, DO blocks and CALL only add
+  behaviour on top of the rows (real pg_dump files of popular databases carry triggers that keep
+  a `last_update` column): they are not run, and each is recorded in the table's provenance as
+  "not honoured: line N: CREATE TRIGGER x (triggers need SQL to run)" so the user sees it. A NOT
+  NULL column whose DEFAULT needs SQL (now(), uuid()) and that INSERTs left out loses its NOT
+  NULL, with the same kind of note.
+
+Everything else (CREATE/DROP DATABASE, USE, SET, SELECT pg_catalog.set_config/setval, sequences,
+CREATE SCHEMA/DOMAIN, COMMENT ON, OWNER TO, GRANT, LOCK/UNLOCK TABLES, DROP TABLE) is skipped.
+Rows go into staging tables first; once the whole script is read (pg_dump adds keys at the end)
+the final tables are created with their keys and rules and filled from the staging tables.
 """
 
 from __future__ import annotations
@@ -29,8 +47,8 @@ from typing import Any
 
 from .base import DatabaseBuilder, SourceError, TableSpec, sql_name
 
-_STR_PG = r"(?:[Ee]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*')"
-_STR_MY = r"(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\")"
+_STR_PG = r"(?:[Ee]'(?:[^'\\]|\\.|'')*'|[Nn]?'(?:[^']|'')*')"
+_STR_MY = r"(?:[Nn]?'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\")"
 _TOKEN = {
     dialect: re.compile(
         rf"""\s+|(?P<str>{s})|(?P<qid>"(?:[^"]|"")*")|(?P<bid>`(?:[^`]|``)*`)
@@ -76,6 +94,9 @@ class TableDef:
     unique: list[list[str]] = field(default_factory=list)
     foreign_keys: list[tuple[list[str], str, list[str]]] = field(default_factory=list)
     indexes: list[tuple[str, list[str], bool]] = field(default_factory=list)
+    checks: list[tuple[str, str]] = field(default_factory=list)  # (column, normalised rule)
+    defaults: dict[str, Any] = field(default_factory=dict)  # literal DEFAULTs
+    run_defaults: dict[str, str] = field(default_factory=dict)  # DEFAULT now() and the like
     rows: int = 0
 
     @property
@@ -155,7 +176,14 @@ def split_dump(text: str, dialect: str):
                 end = text.find("*/", i + 2)
                 if end < 0:
                     raise SourceError(f"line {line}: unterminated /* comment */")
-                parts.append(text[seg:i] + " ")
+                kept = " "
+                if dialect == "mysql" and text.startswith("/*!", i):
+                    # MySQL runs a /*!NNNNN ... */ inside a statement (`/*!50705 0x01...,*/` in
+                    # a row): its text is kept. A statement that is wholly one (`/*!40101 SET
+                    # ... */;`, mysqldump's stand-in view tables) is still dropped.
+                    if ("".join(parts) + text[seg:i]).strip():
+                        kept = " " + re.sub(r"^/\*!\d*", "", text[i:end]) + " "
+                parts.append(text[seg:i] + kept)
                 line += text.count("\n", i, end)
                 pos = seg = end + 2
             elif ch == "\\" and dialect == "mysql":
@@ -209,6 +237,8 @@ def tokenize(statement: str, dialect: str, line: int) -> list[Tok]:
             continue
         text = m.group()
         if kind == "str":
+            if text[0] in "Nn":  # N'...': a national-character literal is a plain string
+                text = text[1:]
             if dialect == "mysql" and text[0] == '"':
                 tokens.append(Tok("str", text, _unescape_mysql(text[1:-1], '"')))
             elif dialect == "mysql":
@@ -269,7 +299,7 @@ def _name(tok: Tok) -> str:
     return str(tok.value)
 
 
-def map_type(raw: str, enums: set[str]) -> str:
+def map_type(raw: str, enums: set[str] | dict[str, list[str]]) -> str:
     """SQLite declared type for a PostgreSQL/MySQL column type."""
     text = raw.lower().strip()
     base = re.sub(r"\(.*?\)", "", text).strip()
@@ -344,6 +374,240 @@ def _qualified(tokens: list[Tok], i: int) -> tuple[str, int]:
     return sql_name(name), i
 
 
+_ROUTINE = re.compile(
+    r"CREATE\s+(?:(?:OR\s+REPLACE|DEFINER\s*=\s*\S+|SQL\s+SECURITY\s+\w+|ALGORITHM\s*=\s*\w+"
+    r"|CONSTRAINT|TEMP|TEMPORARY|RECURSIVE)\s+)*"
+    r"(FUNCTION|PROCEDURE|EVENT\s+TRIGGER|TRIGGER|MATERIALIZED\s+VIEW|VIEW|RULE|EVENT|AGGREGATE)\s",
+    re.IGNORECASE,
+)
+_CUT_OFF = re.compile(r"unterminated|not terminated|COPY without data")
+_COMPARE = {">=", ">", "<=", "<", "=", "<>", "!="}
+_FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "=": "=", "<>": "<>", "!=": "!="}
+_CHECK_WORDS = {"IN", "ANY", "ARRAY", "AND", "OR", "NOT", "BETWEEN", "VALUES"}
+
+
+def _group(tokens: list[Tok], i: int) -> tuple[list[Tok], int]:
+    """The tokens inside the parentheses opening at tokens[i]; (inner, index after ')')."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].kind == "op" and tokens[j].text == "(":
+            depth += 1
+        elif tokens[j].kind == "op" and tokens[j].text == ")":
+            depth -= 1
+            if depth == 0:
+                return tokens[i + 1 : j], j + 1
+    raise ValueError("unbalanced (")
+
+
+def _sql_literal(value: Any) -> str:
+    """A value as a normalised SQLite literal: 'it''s', 3, 2.5."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _default_value(tokens: list[Tok], i: int) -> tuple[Any, bool]:
+    """(value, is a literal) of the DEFAULT expression at tokens[i]; ("", False) if unreadable."""
+    while i < len(tokens) and tokens[i].text == "(":
+        i += 1
+    sign = 1
+    if i < len(tokens) and tokens[i].text in ("-", "+"):
+        sign, i = (-1 if tokens[i].text == "-" else 1), i + 1
+    if i >= len(tokens):
+        return "", False
+    tok = tokens[i]
+    if tok.kind == "str" and str(tok.value).lower() in ("now", "today", "current_timestamp"):
+        return f"'{tok.value}'", False  # PostgreSQL reads these strings at insert time
+    if tok.kind == "str":
+        return tok.value, True
+    if tok.kind == "num":
+        return sign * (
+            float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
+        ), True
+    if tok.up in ("TRUE", "FALSE"):
+        return tok.up == "TRUE", True
+    if tok.up == "NULL":
+        return None, False
+    words = [t.text for t in tokens[i : i + 4] if t.kind in ("word", "op")]
+    return "".join(words[:1]) + ("()" if len(words) > 1 and words[1] == "(" else ""), False
+
+
+def _strip_casts(tokens: list[Tok]) -> list[Tok]:
+    """The tokens without PostgreSQL `::type` casts (pg_dump writes `(status)::text`)."""
+    out, i = [], 0
+    while i < len(tokens):
+        if tokens[i].kind == "op" and tokens[i].text == "::":
+            i += 1
+            while i < len(tokens):
+                tok = tokens[i]
+                if tok.kind in ("word", "id") and tok.up not in _CHECK_WORDS:
+                    i += 1
+                elif tok.text in ("[", "]"):
+                    i += 1
+                elif tok.text == "(" and i + 2 < len(tokens) and tokens[i + 1].kind == "num":
+                    i = _group(tokens, i)[1]
+                else:
+                    break
+            continue
+        out.append(tokens[i])
+        i += 1
+    return out
+
+
+def _unwrap(tokens: list[Tok]) -> list[Tok]:
+    """Drop parentheses that wrap the whole expression."""
+    while tokens and tokens[0].text == "(" and tokens[0].kind == "op":
+        try:
+            inner, after = _group(tokens, 0)
+        except ValueError:
+            return tokens
+        if after != len(tokens):
+            return tokens
+        tokens = inner
+    return tokens
+
+
+def _conjuncts(tokens: list[Tok]) -> list[list[Tok]] | None:
+    """The parts of `a AND b AND ...` (BETWEEN's AND kept); None when OR joins them."""
+    tokens = _unwrap(tokens)
+    parts, current, depth, between = [], [], 0, False
+    for tok in tokens:
+        if tok.kind == "op" and tok.text in "()":
+            depth += 1 if tok.text == "(" else -1
+        if depth == 0 and tok.up == "OR":
+            return None
+        if depth == 0 and tok.up == "BETWEEN":
+            between = True
+        if depth == 0 and tok.up == "AND" and not between:
+            parts.append(current)
+            current = []
+            continue
+        if depth == 0 and tok.up == "AND":
+            between = False
+        current.append(tok)
+    parts.append(current)
+    flat: list[list[Tok]] = []
+    for part in parts:
+        inner = _unwrap(part)
+        if inner is not part and any(t.up == "AND" for t in inner):
+            nested = _conjuncts(inner)
+            if nested is None:
+                return None
+            flat.extend(nested)
+        else:
+            flat.append(inner)
+    return flat
+
+
+def _operand(tokens: list[Tok], i: int) -> tuple[str, str, int] | None:
+    """('col', name, next) or ('lit', normalised literal, next) at tokens[i]."""
+    if i < len(tokens) and tokens[i].text == "(" and tokens[i].kind == "op":
+        try:
+            inner, after = _group(tokens, i)
+        except ValueError:
+            return None
+        found = _operand(inner, 0)
+        return (found[0], found[1], after) if found and found[2] == len(inner) else None
+    sign = ""
+    if i < len(tokens) and tokens[i].kind == "op" and tokens[i].text in "-+":
+        sign, i = tokens[i].text.replace("+", ""), i + 1
+    if i >= len(tokens):
+        return None
+    tok = tokens[i]
+    if tok.kind == "num":
+        number = float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
+        return "lit", _sql_literal(-number if sign else number), i + 1
+    if sign:
+        return None
+    if tok.kind == "str":
+        return "lit", _sql_literal(tok.value), i + 1
+    if tok.kind == "id" or (tok.kind == "word" and tok.up not in _CHECK_WORDS | {"NULL"}):
+        return "col", sql_name(_name(tok)), i + 1
+    return None
+
+
+def _literals(tokens: list[Tok]) -> list[str] | None:
+    """The literals of `('a', 'b')` or `(ARRAY['a', 'b'])`; None if anything else is there."""
+    values = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.text in ("(", ")", "[", "]", ",") or tok.up == "ARRAY":
+            i += 1
+            continue
+        found = _operand(tokens, i)
+        if found is None or found[0] != "lit":
+            return None
+        values.append(found[1])
+        i = found[2]
+    return values or None
+
+
+def _rule(tokens: list[Tok]) -> tuple[str, str] | str:
+    """(column, normalised rule) for one simple comparison, or the reason it is not one."""
+    left = _operand(tokens, 0)
+    if left is None:
+        return "not a simple column rule"
+    i = left[2]
+    op = ""
+    while i < len(tokens) and tokens[i].kind == "op" and op + tokens[i].text in _COMPARE:
+        op += tokens[i].text
+        i += 1
+    word = tokens[i].up if i < len(tokens) else ""
+    if left[0] == "col" and word == "IN" and i + 1 < len(tokens):
+        values = _literals(tokens[i + 1 :])
+        return (left[1], f'"{left[1]}" IN ({", ".join(values)})') if values else "not a list"
+    if left[0] == "col" and word == "BETWEEN":
+        low = _operand(tokens, i + 1)
+        if low and low[0] == "lit" and low[2] < len(tokens) and tokens[low[2]].up == "AND":
+            high = _operand(tokens, low[2] + 1)
+            if high and high[0] == "lit" and high[2] == len(tokens):
+                if low[1].startswith("'") or high[1].startswith("'"):
+                    return "compares text by order"
+                return left[1], f'"{left[1]}" >= {low[1]}\x00"{left[1]}" <= {high[1]}'
+        return "not a simple BETWEEN"
+    if op == "=" and word == "ANY" and left[0] == "col":
+        values = _literals(tokens[i + 1 :])
+        return (left[1], f'"{left[1]}" IN ({", ".join(values)})') if values else "not a list"
+    right = _operand(tokens, i) if op else None
+    if right is None or right[2] != len(tokens) or left[0] == right[0]:
+        return "compares columns" if right and left[0] == right[0] == "col" else "not a simple rule"
+    (column, value), op = (
+        ((left[1], right[1]), op) if left[0] == "col" else ((right[1], left[1]), _FLIP[op])
+    )
+    if op == "=":
+        return column, f'"{column}" IN ({value})'
+    if op in ("<>", "!="):
+        return (column, f"\"{column}\" <> ''") if value == "''" else "excludes one value"
+    if value.startswith("'"):
+        return "compares text by order"
+    return column, f'"{column}" {op} {value}'
+
+
+def translate_check(tokens: list[Tok]) -> tuple[list[tuple[str, str]], str]:
+    """A CHECK expression as normalised (column, rule) pairs, or ([], why it cannot be kept).
+
+    Kept: `col IN (...)`, `col = ANY (ARRAY[...])`, `col >= n` (and >, <=, <, either side),
+    `col BETWEEN a AND b`, `col <> ''`, joined by AND. Anything else is dropped whole."""
+    tokens = _strip_casts(tokens)
+    for a, b in zip(tokens, tokens[1:], strict=False):
+        if a.kind == "word" and a.up not in _CHECK_WORDS and b.kind == "op" and b.text == "(":
+            return [], "uses a function"
+    parts = _conjuncts(tokens)
+    if parts is None:
+        return [], "uses OR"
+    rules: list[tuple[str, str]] = []
+    for part in parts:
+        found = _rule(part)
+        if isinstance(found, str):
+            return [], found
+        column, rule = found
+        rules.extend((column, r) for r in rule.split("\x00"))
+    return rules, ""
+
+
 class DumpReader:
     """Reads one PostgreSQL or MySQL dump into the builder's connection."""
 
@@ -351,21 +615,29 @@ class DumpReader:
         self.builder, self.path, self.dialect, self.source = builder, path, dialect, source
         self.conn = builder.conn
         self.tables: dict[str, TableDef] = {}
-        self.enums: set[str] = set()
+        self.enums: dict[str, list[str]] = {}  # CREATE TYPE x AS ENUM (...) -> its values
+        self.notes: list[tuple[str, str]] = []  # (table or "", what was not honoured and why)
         self.skipped = 0
         self.name = source if ":" in source else path.name
 
     def fail(self, line: int, message: str) -> SourceError:
         return SourceError(f"{self.name}: line {line}: {message}")
 
-    def read(self, text: str) -> list[TableSpec]:
+    def read(self, text: str, *, partial: bool = False) -> list[TableSpec]:
+        """Read the whole script into final tables; with `partial`, `text` is only the head of a
+        larger script: its statements are read (and refused) the same way, the statement cut at
+        its end is ignored and no final table is made (the probe of a large upload)."""
         try:
             for line, statement, copy_rows in split_dump(text, self.dialect):
                 self.statement(line, statement, copy_rows)
         except SourceError as exc:
+            if partial and _CUT_OFF.search(str(exc)):
+                return []
             if str(exc).startswith(self.name):
                 raise
             raise SourceError(f"{self.name}: {exc}") from exc
+        if partial:
+            return []
         if not self.tables:
             raise SourceError(f"{self.name}: the {self.dialect} dump has no CREATE TABLE")
         return self.finish()
@@ -386,13 +658,41 @@ class DumpReader:
                 return self.create_index(line, statement)
             if words and words[0] == "TYPE" and re.search(r"\bAS\s+ENUM\b", statement, re.I):
                 tokens = tokenize(statement, self.dialect, line)
-                self.enums.add(_qualified(tokens, 2)[0])
+                name = _qualified(tokens, 2)[0]
+                self.enums[name] = [str(t.value) for t in tokens if t.kind == "str"]
                 return
+            routine = _ROUTINE.match(statement)
+            if routine:
+                return self.not_honoured(line, statement, routine)
+        if head[0] in ("DO", "CALL"):
+            kind = "DO block" if head[0] == "DO" else "CALL"
+            self.notes.append(("", f"not honoured: line {line}: {kind} (code needs SQL to run)"))
+            return
         if head[0] == "ALTER" and len(head) > 1 and head[1] == "TABLE":
             return self.alter_table(line, statement)
-        if head[0] in ("UPDATE", "DELETE", "TRUNCATE"):
-            raise self.fail(line, f"{head[0]} statements are not supported in a dump")
+        if head[0] in ("UPDATE", "DELETE", "TRUNCATE", "MERGE"):
+            raise self.fail(
+                line,
+                f"{head[0]} statement refused: it changes rows after they are inserted, and a "
+                "script is read, never run (put the final rows in INSERT ... VALUES)",
+            )
         self.skipped += 1
+
+    def not_honoured(self, line: int, statement: str, routine: re.Match) -> None:
+        """A function, procedure, trigger, view, rule or event: kept as a note, never run."""
+        kind = " ".join(routine.group(1).upper().split())
+        tokens = tokenize(statement[routine.end(1) :].split("(", 1)[0], self.dialect, line)
+        name = _qualified(tokens, 0)[0] if tokens and tokens[0].kind in ("word", "id") else "?"
+        table = ""
+        if kind == "TRIGGER":
+            on = re.search(r"\bON\s+([`\"\w.]+)", statement, re.I)
+            if on:
+                on_tokens = tokenize(on.group(1), self.dialect, line)
+                table = _qualified(on_tokens, 0)[0] if on_tokens else ""
+        what = kind.split()[-1].lower() + "s"
+        self.notes.append(
+            (table, f"not honoured: line {line}: CREATE {kind} {name} ({what} need SQL to run)")
+        )
 
     def create_table(self, line: int, statement: str) -> None:
         tokens = tokenize(statement, self.dialect, line)
@@ -404,6 +704,12 @@ class DumpReader:
         name, i = _qualified(tokens, i)
         if name in self.tables or name in self.builder.tables:
             raise self.fail(line, f"table {name!r} is defined twice")
+        if i < len(tokens) and tokens[i].up == "AS":
+            raise self.fail(
+                line,
+                f"CREATE TABLE {name} AS SELECT refused: it needs SQL to run (a script is "
+                "read, never run)",
+            )
         if i >= len(tokens) or tokens[i].text != "(":
             raise self.fail(line, f"CREATE TABLE {name}: only column lists are supported")
         depth, j = 0, i
@@ -438,7 +744,7 @@ class DumpReader:
         column = sql_name(_name(item[0]))
         if column in table.types:
             raise ValueError(f"column {column} twice")
-        k, type_parts, depth = 1, [], 0
+        k, type_parts, type_toks, depth = 1, [], [], 0
         while k < len(item):
             tok = item[k]
             if depth == 0 and k > 1 and tok.kind == "word" and tok.up in _COLUMN_STOP:
@@ -450,10 +756,20 @@ class DumpReader:
             elif tok.text == ")":
                 depth -= 1
             type_parts.append(tok.text)
+            type_toks.append(tok)
             k += 1
         raw_type = re.sub(r"\s*([(),])\s*", r"\1", " ".join(type_parts))
         table.columns.append(column)
         table.types[column] = map_type(raw_type, self.enums)
+        enum_values = None
+        if type_toks and type_toks[0].up == "ENUM":  # MySQL enum('a','b')
+            enum_values = [t.value for t in type_toks if t.kind == "str"]
+        elif type_toks and not raw_type.endswith("]"):  # a CREATE TYPE ... AS ENUM, not an array
+            enum_values = self.enums.get(sql_name(re.sub(r"\(.*", "", raw_type).split(".")[-1]))
+        if enum_values:
+            values = ", ".join(_sql_literal(v) for v in enum_values)
+            table.checks.append((column, f'"{column}" IN ({values})'))
+        self.column_extras(table, column, item[k:])
         rest = [t.up for t in item[k:]]
         for n, word in enumerate(rest):
             if word == "NOT" and n + 1 < len(rest) and rest[n + 1] == "NULL":
@@ -471,8 +787,34 @@ class DumpReader:
                     else []
                 )
                 table.foreign_keys.append(([column], ref, ref_cols))
-        if "SERIAL" in raw_type.upper() or "AUTO_INCREMENT" in rest:
+        if "SERIAL" in raw_type.upper() or "AUTO_INCREMENT" in rest or "IDENTITY" in rest:
             table.not_null.add(column)
+            table.run_defaults.pop(column, None)
+
+    def column_extras(self, table: TableDef, column: str, rest: list[Tok]) -> None:
+        """The CHECK and DEFAULT clauses after a column's type."""
+        n = 0
+        while n < len(rest):
+            word = rest[n].up
+            if word == "CHECK" and n + 1 < len(rest) and rest[n + 1].text == "(":
+                group, n = _group(rest, n + 1)
+                self.add_check(table, group)
+                continue
+            if word == "DEFAULT" and n + 1 < len(rest):
+                value, literal = _default_value(rest, n + 1)
+                if literal:
+                    table.defaults[column] = value
+                elif value:
+                    table.run_defaults[column] = value
+            n += 1
+
+    def add_check(self, table: TableDef, tokens: list[Tok]) -> None:
+        rules, reason = translate_check(tokens)
+        if reason:
+            text = " ".join(t.text for t in tokens)
+            text = text if len(text) <= 80 else text[:77] + "..."
+            self.notes.append((table.name, f"CHECK ({text}) on {table.name} not kept: {reason}"))
+        table.checks.extend(rules)
 
     def constraint(self, table: TableDef, item: list[Tok]) -> None:
         k = 0
@@ -500,7 +842,9 @@ class DumpReader:
             name = _name(item[k + 1]) if item[k + 1].kind in ("word", "id") else ""
             cols, _ = _paren_names(item, self._to_paren(item, k))
             table.indexes.append((sql_name(name or "_".join(cols)), cols, False))
-        # CHECK, FULLTEXT, SPATIAL, EXCLUDE: not kept
+        elif word == "CHECK":
+            self.add_check(table, _group(item, self._to_paren(item, k))[0])
+        # FULLTEXT, SPATIAL, EXCLUDE: not kept
 
     @staticmethod
     def _to_paren(item: list[Tok], k: int) -> int:
@@ -521,7 +865,7 @@ class DumpReader:
                 self.skipped += 1
                 continue
             body = action[1:]
-            if body and body[0].up in _TABLE_CONSTRAINT and body[0].up not in ("CHECK",):
+            if body and body[0].up in _TABLE_CONSTRAINT:
                 if table is None:
                     raise self.fail(line, f"ALTER TABLE {name}: no such table")
                 try:
@@ -571,6 +915,10 @@ class DumpReader:
         return table, columns
 
     def _write(self, line: int, table: TableDef, columns: list[str], rows: list[tuple]) -> None:
+        omitted = [c for c in table.defaults if c not in columns]
+        if omitted:  # a column left out of the INSERT takes its literal DEFAULT
+            fill = tuple(self.convert(line, table, c, table.defaults[c]) for c in omitted)
+            columns, rows = [*columns, *omitted], [row + fill for row in rows]
         quoted = ", ".join(f'"{c}"' for c in columns)
         marks = ", ".join("?" for _ in columns)
         try:
@@ -661,6 +1009,14 @@ class DumpReader:
         columns = None
         if i < len(tokens) and tokens[i].text == "(":
             columns, i = _paren_names(tokens, i)
+        if i < len(tokens) and (
+            tokens[i].up in ("SELECT", "WITH", "TABLE") or tokens[i].text == "("
+        ):
+            raise self.fail(
+                line,
+                f"INSERT INTO {name} ... SELECT refused: it needs SQL to run (a script is "
+                "read, never run; only INSERT ... VALUES rows are taken)",
+            )
         if i >= len(tokens) or tokens[i].up not in ("VALUES", "VALUE"):
             raise self.fail(line, f"INSERT INTO {name}: only INSERT ... VALUES is supported")
         table, columns = self._target(line, name, columns)
@@ -684,7 +1040,7 @@ class DumpReader:
                 )
             elif tok.text in (",", ";"):
                 i += 1
-            elif tok.up == "ON":  # ON CONFLICT / ON DUPLICATE KEY UPDATE: the values are kept
+            elif tok.up in ("ON", "RETURNING"):  # ON CONFLICT / ON DUPLICATE KEY: values kept
                 break
             else:
                 raise self.fail(line, f"{name}: unexpected {tok.text!r} in VALUES")
@@ -744,12 +1100,14 @@ class DumpReader:
 
         specs = []
         for table in self.tables.values():
+            self.relax_run_defaults(table)
             parts = []
             for column in table.columns:
                 text = f'"{column}" {table.types[column]}'
                 if column in table.not_null or column in table.primary_key:
                     text += " NOT NULL"
                 parts.append(text)
+            parts.extend(f"CHECK ({rule})" for rule in self.kept_checks(table))
             if table.primary_key:
                 missing = [c for c in table.primary_key if c not in table.types]
                 if missing:
@@ -806,7 +1164,51 @@ class DumpReader:
                 self.builder, table.name, self.source, f"sql:{self.dialect}"
             )
             specs.append(spec)
+        for table_name, note in self.notes:
+            self.builder.add_provenance(table_name, self.source, "sql:note", note)
         return specs
+
+    def relax_run_defaults(self, table: TableDef) -> None:
+        """A NOT NULL column whose DEFAULT needs SQL to run (now(), uuid()) and that some INSERTs
+        left out holds NULL there: its NOT NULL is dropped, with a note, rather than the build."""
+        for column, default in table.run_defaults.items():
+            if column not in table.not_null or column in table.primary_key:
+                continue
+            query = f'SELECT COUNT(*) FROM "{table.stage}" WHERE "{column}" IS NULL'
+            missing = self.conn.execute(query).fetchone()[0]
+            if missing:
+                table.not_null.discard(column)
+                self.notes.append(
+                    (
+                        table.name,
+                        f"not honoured: {table.name}.{column} DEFAULT {default} (it needs SQL to "
+                        f"run); {missing} row(s) that left it out hold NULL",
+                    )
+                )
+
+    def kept_checks(self, table: TableDef) -> list[str]:
+        """The table's normalised CHECK rules its rows satisfy; the others are noted, not kept."""
+        kept: list[str] = []
+        for column, rule in table.checks:
+            if rule in kept:
+                continue
+            if column not in table.types:
+                self.notes.append(
+                    (table.name, f"CHECK ({rule}) on {table.name} not kept: no column {column!r}")
+                )
+                continue
+            query = f'SELECT COUNT(*) FROM "{table.stage}" WHERE NOT ({rule})'
+            broken = self.conn.execute(query).fetchone()[0]
+            if broken:
+                self.notes.append(
+                    (
+                        table.name,
+                        f"CHECK ({rule}) on {table.name} not kept: {broken} row(s) break it",
+                    )
+                )
+                continue
+            kept.append(rule)
+        return kept
 
 
 def load_dialect_dump(

@@ -3,7 +3,8 @@
 Each statement is checked before it runs: CREATE/ALTER/DROP of tables, indexes and views, and
 INSERT/UPDATE/DELETE/REPLACE are allowed; transaction markers are skipped; anything else (ATTACH,
 PRAGMA, SELECT load_extension(...), VACUUM INTO ...) is refused with the statement's line number.
-An authorizer refuses ATTACH and extension loading a second time, inside SQLite.
+An authorizer refuses ATTACH and extension loading a second time, inside SQLite. N'...' literals
+of published sample scripts are read as plain strings, and a leading /* header */ is passed over.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _ALLOWED = re.compile(
     r"INSERT|UPDATE|DELETE|REPLACE)\b",
     re.IGNORECASE,
 )
+_LEADING_BLOCK = re.compile(r"^\s*(?:/\*.*?\*/\s*)+", re.DOTALL)  # a /* header */ before it
 _SKIPPED = re.compile(r"^(BEGIN|COMMIT|END|PRAGMA\s+foreign_keys)\b", re.IGNORECASE)
 _DENIED_ACTIONS = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
 _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
@@ -42,7 +44,21 @@ def split_statements(script: str) -> list[tuple[int, str]]:
 
 def _strip_comments(sql: str) -> str:
     lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return "\n".join(lines)
+    return _LEADING_BLOCK.sub("", "\n".join(lines))
+
+
+_NATIONAL = re.compile(
+    r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\[[^\]]*\]|`[^`]*`|(?<![\w$])[Nn](?=')",
+    re.DOTALL,
+)
+
+
+def _plain_literals(statement: str) -> str:
+    """N'...' (a national-character literal, common in published sample scripts) as '...':
+    SQLite has no N prefix. Comments, strings and quoted names are passed over untouched."""
+    if "N'" not in statement and "n'" not in statement:
+        return statement
+    return _NATIONAL.sub(lambda m: "" if m.group() in ("N", "n") else m.group(), statement)
 
 
 def _authorizer(action, arg1, arg2, db_name, trigger):
@@ -88,7 +104,7 @@ def load_sql_dump(
                 verb = " ".join(statement.split()[:2])
                 raise SourceError(f"{label}: line {line_no}: statement not allowed: {verb}")
             try:
-                conn.execute(statement)
+                conn.execute(_plain_literals(statement))
             except sqlite3.Error as exc:
                 raise SourceError(f"{label}: line {line_no}: {exc}") from exc
             except (OverflowError, ValueError) as exc:
