@@ -363,8 +363,9 @@ class DatabaseBuilder:
 
         before = {name: dict(spec.types) for name, spec in self.tables.items()}
         for table, _column, detail in normalise_dates(self.conn, self.tables):
-            source = next((p.source for p in self.provenance if p.table == table), table)
-            self.add_provenance(table, source, "dates", detail)
+            first = next((p for p in self.provenance if p.table == table), None)
+            source, kind = (first.source, first.kind) if first else (table, "dates")
+            self.add_provenance(table, source, kind, detail)
         return {n for n, s in self.tables.items() if s.types != before[n]}
 
     def _rebuild(self, spec: TableSpec) -> None:

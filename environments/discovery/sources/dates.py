@@ -4,8 +4,10 @@ Generated tools compare dates as ISO strings (`2021-01-31` sorts after `2021-01-
 stored as `2021/1/5` or `5.1.2021` would answer range searches wrongly. `normalise_dates` reads
 every TEXT (and DATE/DATETIME) column of the mining database and rewrites it when ALL its
 non-null values parse under ONE format of `DATE_FORMATS` (with at most one time form): dates
-become `YYYY-MM-DD`, date-times `YYYY-MM-DDTHH:MM:SS` (an offset kept when the values carry
-one), and the column is declared DATE or DATETIME. Columns already in ISO form are only
+become `YYYY-MM-DD`, date-times `YYYY-MM-DDTHH:MM:SS` (an offset kept as +HH:MM when the values
+carry one; ISO values written with a space keep it), and the column is declared DATE or
+DATETIME. The generated tools compare date-times through SQLite's datetime(), which reads both
+separators and +HH:MM offsets (not PostgreSQL's short +00, which is why that is rewritten). Columns already in ISO form are only
 re-declared. An INTEGER column is a date only when its name says so and every value is an
 eight-digit YYYYMMDD; other numbers (years, counts) are never touched.
 
@@ -35,6 +37,7 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ISO_DATETIME = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$"
 )
+_SHORT_OFFSET = re.compile(r"(\d[+-]\d{2})$")
 _MAX_LENGTH = 40
 _NAME_SAYS_DATE = re.compile(r"(^|_)(date|day|dt|dob)(_|$)|date$")
 
@@ -126,8 +129,11 @@ def is_iso(value: str) -> str:
 
 def to_iso(value: str, fmt: DateFormat) -> str | None:
     """value in ISO form when it parses under fmt exactly, else None."""
+    text = value.strip()
+    if "%z" in fmt.pattern:
+        text = _SHORT_OFFSET.sub(r"\1:00", text)  # PostgreSQL writes +00 for +00:00
     try:
-        parsed = datetime.strptime(value.strip(), fmt.pattern)
+        parsed = datetime.strptime(text, fmt.pattern)
     except ValueError:
         return None
     if fmt is COMPACT and not 1800 <= parsed.year <= 2200:
@@ -135,7 +141,8 @@ def to_iso(value: str, fmt: DateFormat) -> str | None:
     if not fmt.has_time and "%z" not in fmt.pattern:
         return parsed.date().isoformat()
     spec = "microseconds" if parsed.microsecond else "seconds"
-    return parsed.isoformat(timespec=spec)
+    sep = " " if fmt.pattern.startswith("%Y-%m-%d ") else "T"  # ISO with a space keeps it
+    return parsed.isoformat(sep=sep, timespec=spec)
 
 
 def fitting_formats(

@@ -49,8 +49,12 @@ def check_constraints(create_sql: str) -> dict[str, dict[str, Any]]:
         value, exclusive = literal(number), len(op) == 1
         side = "minimum" if op.startswith(">") else "maximum"
         current = rule.get(side)
-        tighter = (value > current) if side == "minimum" else (value < current)
-        if current is None or tighter or (value == current and exclusive):
+        if current is None:
+            tighter = True
+        else:
+            tighter = (value > current) if side == "minimum" else (value < current)
+            tighter = tighter or (value == current and exclusive)
+        if tighter:
             rule[side], rule[f"exclusive_{side}"] = value, exclusive
     for match in _NOT_EMPTY.finditer(create_sql):
         rules.setdefault(match.group(1).replace('""', '"'), {})["min_length"] = 1
