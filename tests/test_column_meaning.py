@@ -343,3 +343,53 @@ def test_invoice_toolset_verifies_in_the_sandbox(tmp_path):
         v["name"]: v["failed_tests"] for v in verification.as_dict()["verdicts"] if v["failed"]
     }
     assert not failed, failed
+
+
+def _airline_json(path: Path) -> Path:
+    users = {
+        f"user_{i}": {
+            "name": {"first_name": f"Ann{i}", "last_name": "Lee"},
+            "membership": ["gold", "silver", "regular"][i % 3],
+            "payment_methods": {
+                f"gift_card_{i}": {"source": "gift_card", "id": f"gift_card_{i}", "balance": 5 * i},
+                f"card_{i}": {"source": "credit_card", "id": f"card_{i}", "brand": "visa"},
+            },
+            "joined": f"{1 + i % 12}/{1 + i % 28}/2020",
+        }
+        for i in range(24)
+    }
+    flights = [
+        {
+            "flight_number": f"HAT{i:03d}",
+            "cabin": ["economy", "business", "basic_economy"][i % 3],
+            "flight_type": ["one_way", "round_trip"][i % 2],
+            "price": 100 + i,
+            "refundable": i % 2 == 0,
+        }
+        for i in range(24)
+    ]
+    path.write_text(json.dumps({"users": users, "flights": flights}))
+    return path
+
+
+def test_nested_json_airline_gets_enums_bounds_dates_and_booleans(tmp_path):
+    db = mine_sources(tmp_path / "air.sqlite", files=[_airline_json(tmp_path / "air.json")])
+    tools = generate_tools(db, "the airline")
+    run = Tools(tools, db, tmp_path)
+    flight = tools.schemas["create_flight"]["function"]["parameters"]["properties"]
+    assert flight["cabin"]["enum"] == ["basic_economy", "business", "economy"]
+    assert flight["flight_type"]["enum"] == ["one_way", "round_trip"]
+    message = run.error("update_flight", flight_number="HAT001", cabin="banana")
+    assert "cabin must be one of" in message
+    assert run("get_flight", flight_number="HAT000")["refundable"] is True
+    schema = read_schema(db)
+    child = next(n for n, t in schema.items() if "balance" in {c.name for c in t.columns})
+    rules = infer_rules(sqlite3.connect(db), schema[child])
+    assert rules.bounds["balance"]["minimum"] == 0
+    key = {schema[child].primary_key: "gift_card_3"}
+    message = run.error(f"update_{schema[child].entity}", **key, balance=-20)
+    assert "balance must be >= 0" in message
+    assert schema["users"].column("joined").kind == "date"
+    user = tools.schemas["create_user"]["function"]["parameters"]["properties"]
+    assert user["membership"]["enum"] == ["gold", "regular", "silver"]
+    assert not _run_generated_tests(tools, db, tmp_path)

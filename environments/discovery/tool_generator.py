@@ -5,7 +5,10 @@ paging), list_<children>_for_<parent> through foreign keys, aggregate_<entities>
 avg, min, max grouped by a low-cardinality column), and create/update/delete_<entity> with
 validation (required columns, types, foreign keys, uniqueness) and the domain rules the rows
 support (`domain_rules`: state columns change only through transition tools such as
-cancel_<entity> along the transitions the data shows; numeric columns keep their observed sign).
+cancel_<entity> along the transitions the data shows; categorical columns accept only their
+observed or declared values; numeric columns keep their observed sign and declared bounds). Date
+parameters take ISO 8601 (`format: date` / `date-time`), and a date alone bounds a date-time
+filter by whole days.
 Entity and tool names are English (`naming`): orders -> order / orders, people -> person.
 Each tool comes with an OpenAI JSON schema, a kind (read/write) and several unit tests whose
 expectations are computed now from the real rows, so a tool that passes them really answers
@@ -475,7 +478,8 @@ class _Generator:
             elif c.name in rules.enums:
                 prop["enum"] = list(rules.enums[c.name])
                 source = "declared" if c.name in rules.declared else "observed"
-                prop["description"] += f" One of the {source} values: {', '.join(prop['enum'])}."
+                listed = ", ".join(str(v) for v in prop["enum"])
+                prop["description"] += f" One of the {source} values: {listed}."
             bound = rules.bounds.get(c.name, {})
             for limit in ("minimum", "maximum"):
                 if limit not in bound:
