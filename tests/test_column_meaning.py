@@ -393,3 +393,27 @@ def test_nested_json_airline_gets_enums_bounds_dates_and_booleans(tmp_path):
     user = tools.schemas["create_user"]["function"]["parameters"]["properties"]
     assert user["membership"]["enum"] == ["gold", "regular", "silver"]
     assert not _run_generated_tests(tools, db, tmp_path)
+
+
+def test_sqlite_file_dates_and_checks(tmp_path):
+    source = tmp_path / "shop.db"
+    conn = sqlite3.connect(source)
+    conn.executescript(
+        "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, seen_on DATE NOT NULL, "
+        "kind TEXT CHECK (kind IN ('walk-in', 'online')), spent REAL CHECK (spent >= 0));"
+    )
+    conn.executemany(
+        "INSERT INTO visits VALUES (?, ?, ?, ?)",
+        [(i, f"{1 + i % 28}.{1 + i % 12}.2024", "online", 2.5 * i) for i in range(1, 15)],
+    )
+    conn.commit()
+    conn.close()
+    db = mine_sources(tmp_path / "mined.sqlite", files=[source])
+    rows = sqlite3.connect(db).execute("SELECT seen_on FROM visits ORDER BY visit_id").fetchall()
+    assert rows[0] == ("2024-02-02",)
+    tools = generate_tools(db)
+    props = tools.schemas["create_visit"]["function"]["parameters"]["properties"]
+    assert props["kind"]["enum"] == ["walk-in", "online"]  # declared, though one is never seen
+    assert props["spent"]["minimum"] == 0
+    run = Tools(tools, db, tmp_path)
+    assert run("search_visits", min_seen_on="2024-12-01")["total"] == 1

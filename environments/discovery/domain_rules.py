@@ -422,7 +422,7 @@ def _enum_values(
     if distinct > policy.max_ratio * table.row_count:
         return None
     words = set(column.lower().split("_"))
-    if words & IDENTITY_NAMES or column.lower().endswith(("id", "uuid")):
+    if words & IDENTITY_NAMES:
         return None
     values = [
         r[0]
