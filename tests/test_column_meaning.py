@@ -417,3 +417,16 @@ def test_sqlite_file_dates_and_checks(tmp_path):
     assert props["spent"]["minimum"] == 0
     run = Tools(tools, db, tmp_path)
     assert run("search_visits", min_seen_on="2024-12-01")["total"] == 1
+
+
+def test_a_check_that_refuses_iso_leaves_the_column_as_written(tmp_path):
+    script = tmp_path / "c.sql"
+    script.write_text(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, d TEXT CHECK (d LIKE '%/%'), e TEXT);\n"
+        "INSERT INTO t VALUES (1, '2021/1/5', '2021/1/5'), (2, '2021/2/7', '2021/2/7');\n"
+    )
+    db = mine_sources(tmp_path / "c.sqlite", files=[script])
+    row = sqlite3.connect(db).execute("SELECT d, e FROM t WHERE id = 1").fetchone()
+    assert row == ("2021/1/5", "2021-01-05")
+    table = read_schema(db)["t"]
+    assert table.column("d").kind == "text" and table.column("e").kind == "date"

@@ -302,32 +302,13 @@ def normalise_dates(
             ):
                 continue  # two spellings of one day in a key column: leave it as written
             new_type = "DATETIME" if fmt.has_time or "%z" in fmt.pattern else "DATE"
-        for table, column in reading.columns:
-            spec = tables[table]
-            declared = spec.types.get(column, "")
-            dated = declared_kind(declared) == "date"
-            target = declared if dated else new_type
-            if mapping is None and dated:
-                continue
-            if mapping is not None and not _rewrite(conn, table, column, mapping):
-                continue
-            if declared != target:
+        done = _apply(conn, tables, reading, mapping, new_type)
+        if done is None:
+            continue  # a constraint refused one column: the whole group stays as written
+        for table, column, target in done:
+            if tables[table].types.get(column, "") != target:
                 retype.setdefault(table, {})[column] = target
-            if mapping is not None:
-                count = conn.execute(f'SELECT COUNT("{column}") FROM "{table}"').fetchone()[0]
-                kind = "date-times" if target == "DATETIME" else "dates"
-                changed.append(
-                    (
-                        table,
-                        column,
-                        f"{column}: {kind} read as {reading.chosen.label}, stored as ISO 8601 "
-                        f"({count} values){reading.note}",
-                    )
-                )
-            else:
-                changed.append(
-                    (table, column, f"{column}: ISO {reading.iso_kind}s, declared {target}")
-                )
+            changed.append((table, column, _detail(conn, reading, table, column, target)))
     for table, types in retype.items():
         spec = tables[table]
         spec.types.update(types)
@@ -336,19 +317,52 @@ def normalise_dates(
     return changed
 
 
+def _apply(
+    conn: sqlite3.Connection,
+    tables: dict[str, TableSpec],
+    reading: Reading,
+    mapping: dict[str, str] | None,
+    new_type: str,
+) -> list[tuple[str, str, str]] | None:
+    """Rewrite every column of one group (all or none): (table, column, type) of the columns to
+    note, or None when a constraint refused a value."""
+    done = []
+    conn.execute("SAVEPOINT aw_dates")
+    for table, column in reading.columns:
+        declared = tables[table].types.get(column, "")
+        dated = declared_kind(declared) == "date"
+        if mapping is None and dated:
+            continue
+        if mapping is not None and not _rewrite(conn, table, column, mapping):
+            conn.execute("ROLLBACK TO aw_dates")
+            conn.execute("RELEASE aw_dates")
+            return None
+        done.append((table, column, declared if dated else new_type))
+    conn.execute("RELEASE aw_dates")
+    return done
+
+
+def _detail(conn: sqlite3.Connection, reading: Reading, table: str, column: str, target: str):
+    """The provenance line of one column: the format read and how many values it covered."""
+    if reading.chosen is None:
+        return f"{column}: ISO {reading.iso_kind}s, declared {target}"
+    count = conn.execute(f'SELECT COUNT("{column}") FROM "{table}"').fetchone()[0]
+    kind = "date-times" if target.upper() in ("DATETIME", "TIMESTAMP") else "dates"
+    return (
+        f"{column}: {kind} read as {reading.chosen.label}, stored as ISO 8601 "
+        f"({count} values){reading.note}"
+    )
+
+
 def _rewrite(conn: sqlite3.Connection, table: str, column: str, mapping: dict[str, str]) -> bool:
     """Rewrite one column's values; False (and nothing changed) when a constraint refuses."""
     conn.create_function("aw_iso_date", 1, lambda v: mapping.get(str(v), v), deterministic=True)
-    conn.execute("SAVEPOINT aw_dates")
     try:
         conn.execute(
             f'UPDATE "{table}" SET "{column}" = aw_iso_date("{column}") WHERE "{column}" IS NOT NULL'
         )
     except sqlite3.Error:
-        conn.execute("ROLLBACK TO aw_dates")
-        conn.execute("RELEASE aw_dates")
         return False
-    conn.execute("RELEASE aw_dates")
     return True
 
 
