@@ -430,3 +430,20 @@ def test_a_check_that_refuses_iso_leaves_the_column_as_written(tmp_path):
     assert row == ("2021/1/5", "2021-01-05")
     table = read_schema(db)["t"]
     assert table.column("d").kind == "text" and table.column("e").kind == "date"
+
+
+def test_mixed_iso_date_times_compare_as_instants(tmp_path):
+    stamps = ["2024-03-01T10:00:00+02:00", "2024-03-01 09:30:00", "2024-03-02", "2024-03-03T00:00Z"]
+    stamps += [f"2024-03-{d:02d}T12:00:00" for d in range(4, 12)]
+    script = tmp_path / "e.sql"
+    rows = ", ".join(f"({i}, '{s}')" for i, s in enumerate(stamps, start=1))
+    script.write_text(
+        f"CREATE TABLE events (id INTEGER PRIMARY KEY, at DATETIME);\nINSERT INTO events VALUES {rows};\n"
+    )
+    db = mine_sources(tmp_path / "e.sqlite", files=[script])
+    tools = generate_tools(db)
+    run = Tools(tools, db, tmp_path)
+    morning = run("search_events", min_at="2024-03-01T08:00:00", max_at="2024-03-01T09:45:00")
+    assert sorted(r["id"] for r in morning["rows"]) == [1, 2]  # 10:00+02:00 is 08:00 UTC
+    assert run("search_events", max_at="2024-03-02")["total"] == 3
+    assert not _run_generated_tests(tools, db, tmp_path)

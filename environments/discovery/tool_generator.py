@@ -25,6 +25,7 @@ from typing import Any
 from .domain_rules import StateRule, TableRules, infer_rules
 from .schema import Table, read_schema
 from .tool_prelude import __file__ as _PRELUDE_FILE
+from .tool_prelude import _compare as _compare_clause
 
 _JSON_TYPES = {"integer": "integer", "real": "number", "boolean": "boolean"}
 _MARKER = "# --- tools.py prelude starts here ---\n"
@@ -326,12 +327,20 @@ class _Generator:
                 )
             ]
             low, high = values[len(values) // 4], values[(3 * len(values)) // 4]
-            total = self.count(t, f'"{num.name}" >= ? AND "{num.name}" <= ?', (low, high))
+            # counted with the tools' own comparison (date-times compare as instants)
+            where = " AND ".join(
+                _compare_clause(num.name, num.kind, op, v) for op, v in ((">=", low), ("<=", high))
+            )
+            total = self.count(t, where, (low, high))
+            check = (
+                ""
+                if num.kind == "datetime"
+                else f"    assert all({low!r} <= r[{num.name!r}] <= {high!r} for r in out['rows'])\n"
+            )
             tests.append(
                 f"def test_{name}__range_{num.name}(call):\n"
                 f"    out = call({name!r}, {_kw({'min_' + num.name: low, 'max_' + num.name: high})})\n"
-                f"    assert out['total'] == {total}\n"
-                f"    assert all({low!r} <= r[{num.name!r}] <= {high!r} for r in out['rows'])\n"
+                f"    assert out['total'] == {total}\n" + check
             )
         tests.append(
             f"def test_{name}__paging(call):\n"
