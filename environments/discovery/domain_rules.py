@@ -58,7 +58,8 @@ Declared rules (CHECK constraints)
     `CHECK ("col" IN ('a', 'b'))` is an enum, `CHECK ("col" >= 0)` / `> n` / `<= n` / `< n`
     a minimum or maximum (exclusive for `>` and `<`), `CHECK ("col" <> '')` a non-empty
     string. Unquoted names and `BETWEEN a AND b` (SQLite files, SQL scripts) are normalised to
-    those forms first. A declared enum or bound replaces what the rows would suggest.
+    those forms first. A declared enum or bound replaces what the rows would suggest (a state
+    column keeps its observed lifecycle: its transitions come from the rows).
 
 Numeric bounds
     An INTEGER or REAL column (not the key, not a link) with at least 3 observed values keeps
