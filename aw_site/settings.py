@@ -155,6 +155,12 @@ AW_JOBS_MODE = (
 AW_JOB_STALE_SECONDS = int(os.environ.get("AW_JOB_STALE_SECONDS", "600"))
 AW_JOB_QUEUED_STALE_SECONDS = int(os.environ.get("AW_JOB_QUEUED_STALE_SECONDS", "900"))
 AW_JOB_MAX_ATTEMPTS = int(os.environ.get("AW_JOB_MAX_ATTEMPTS", "3"))
+# Generated write tools accept only the observed values of a categorical TEXT column with at
+# most this many distinct values, at most this many distinct values per row, in a table of at
+# least this many rows (environments/discovery/domain_rules.py, "Enumerated columns").
+AW_ENUM_MAX_VALUES = int(os.environ.get("AW_ENUM_MAX_VALUES", "12"))
+AW_ENUM_MAX_RATIO = float(os.environ.get("AW_ENUM_MAX_RATIO", "0.5"))
+AW_ENUM_MIN_ROWS = int(os.environ.get("AW_ENUM_MIN_ROWS", "10"))
 AW_MAX_EPISODES = int(os.environ.get("AW_MAX_EPISODES", "256"))
 AW_MAX_EPISODES_PER_USER = int(os.environ.get("AW_MAX_EPISODES_PER_USER", "64"))
 

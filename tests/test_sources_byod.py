@@ -75,7 +75,7 @@ def test_pg_dump_round_trips(tmp_path, pg_dump_file):
     probe = probe_file(pg_dump_file, max_bytes=10_000_000)
     assert (probe.format, probe.tables, probe.detail) == ("sql", 3, "postgres dump")
     db = mine_sources(tmp_path / "pg.sqlite", files=[pg_dump_file])
-    _check_shop(db, "+00")
+    _check_shop(db, "+00:00")  # PostgreSQL's +00 written as ISO 8601 +00:00 (dates.py)
     assert {p["kind"] for p in read_provenance(db)} == {"sql:postgres"}
 
 

@@ -41,13 +41,38 @@ Transition tools
     <column>)`. Every transition tool refuses a value outside the observed ones and a move from
     the row's current value that the transitions above do not allow, naming what is allowed.
 
+Enumerated columns
+    A TEXT column that is not a state column, not the key, not a link and not unique is an
+    *enum* when it has 2 to `AW_ENUM_MAX_VALUES` (default 12) distinct values, at most
+    `AW_ENUM_MAX_RATIO` (default 0.5) distinct values per row, and its table has at least
+    `AW_ENUM_MIN_ROWS` (default 10) rows, so a three-row table never makes every column an
+    enum. The values must look like categories, not free text or identities: none longer than
+    40 characters, on average at most 24 characters and 3 words, no e-mail address or link,
+    not all identifiers (a digit and no space) or numbers, and the column name is not one of
+    name / title / description / email / phone / address / note / comment / url / ... (see
+    IDENTITY_NAMES). Create and update accept only the observed values, named in the refusal
+    and as `enum` in the JSON schema.
+
+Declared rules (CHECK constraints)
+    The table's own CREATE statement (`sqlite_master.sql`) is read by `sql_checks`:
+    `CHECK ("col" IN ('a', 'b'))` is an enum, `CHECK ("col" >= 0)` / `> n` / `<= n` / `< n`
+    a minimum or maximum (exclusive for `>` and `<`), `CHECK ("col" <> '')` a non-empty
+    string. Unquoted names and `BETWEEN a AND b` (SQLite files, SQL scripts) are normalised to
+    those forms first. A declared enum or bound replaces what the rows would suggest (a state
+    column keeps its observed lifecycle: its transitions come from the rows).
+
 Numeric bounds
     An INTEGER or REAL column (not the key, not a link) with at least 3 observed values keeps
     their sign: all >= 0 gives `minimum: 0`, all <= 0 gives `maximum: 0` (in the JSON schema and
-    checked by create/update), unless its name says it is a signed quantity (latitude,
-    longitude, elevation, temperature, balance, change, delta, growth, profit, ...). A REAL
-    column whose at least 10 observed values are all whole numbers takes whole numbers only.
-    Upper ranges are not enforced: new rows may be larger than any seen so far.
+    checked by create/update), unless its name says the sign is genuinely free (FREE_SIGN_NAMES:
+    latitude, longitude, coordinates x/y/z, elevation, temperature, delta, change, difference,
+    growth, offset, net, profit, loss, variance, anomaly, correlation, ...). Balances, amounts
+    and prices keep their observed sign. A REAL column whose at least 10 observed values are
+    all whole numbers takes whole numbers only. The observed range is shown in the schema
+    ("observed 0 to 5,000"). Upper ranges are enforced only for bounded scales: a column named
+    rating / score / stars / percent / pct (SCALE_NAMES) with at least 5 values, all >= 0, is
+    capped at the smallest conventional top (5, 10 or 100; 1 for fractions named as percents)
+    that holds every observed value. Other new rows may be larger than any seen so far.
 """
 
 from __future__ import annotations
@@ -57,6 +82,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from .schema import Table
+from .sources.sql_checks import check_constraints
 
 MAX_STATES = 12
 STATE_NAMES = ("status", "state", "stage", "phase")
@@ -146,11 +172,45 @@ GENERIC_VERBS = frozenset(
     "get search list aggregate create update delete set count find add remove new".split()
 )
 _KEEP_E = ("at", "iz", "is", "ur", "us", "os", "iv", "av", "ov", "ev", "uc", "rg", "ng", "ag")
-SIGNED_NAMES = frozenset(
-    "lat latitude lon lng long longitude elevation altitude temperature temp balance change "
-    "delta diff difference offset profit loss net growth gain variance anomaly correlation "
-    "coefficient x y z".split()
+FREE_SIGN_NAMES = frozenset(
+    "lat latitude lon lng long longitude coord coords coordinate coordinates x y z elevation "
+    "altitude temperature temp delta change diff difference offset profit loss net growth gain "
+    "variance anomaly correlation coefficient".split()
 )
+SCALE_NAMES = frozenset("rating ratings score scores stars star percent percentage pct".split())
+_PERCENT_NAMES = frozenset("percent percentage pct".split())
+IDENTITY_NAMES = frozenset(
+    "name names fullname firstname lastname surname email mail phone telephone mobile address "
+    "street url link website description desc comment comments note notes remark remarks text "
+    "message body summary title id uuid guid key token hash password".split()
+)
+MIN_SCALE_VALUES = 5
+
+
+@dataclass(frozen=True)
+class EnumPolicy:
+    """When a low-cardinality TEXT column is an enum (Django settings AW_ENUM_*)."""
+
+    max_values: int = 12
+    max_ratio: float = 0.5
+    min_rows: int = 10
+
+
+def enum_policy() -> EnumPolicy:
+    """The thresholds from Django settings when configured, else the defaults."""
+    try:
+        from django.conf import settings
+
+        if not settings.configured:
+            return EnumPolicy()
+        default = EnumPolicy()
+        return EnumPolicy(
+            int(getattr(settings, "AW_ENUM_MAX_VALUES", default.max_values)),
+            float(getattr(settings, "AW_ENUM_MAX_RATIO", default.max_ratio)),
+            int(getattr(settings, "AW_ENUM_MIN_ROWS", default.min_rows)),
+        )
+    except ImportError:
+        return EnumPolicy()
 
 
 @dataclass
@@ -183,12 +243,17 @@ class StateRule:
 @dataclass
 class TableRules:
     states: dict[str, StateRule] = field(default_factory=dict)
-    bounds: dict[str, dict] = field(default_factory=dict)  # column -> {minimum|maximum, integer}
+    # column -> {minimum, maximum, exclusive_minimum, exclusive_maximum, integer, min_length}
+    bounds: dict[str, dict] = field(default_factory=dict)
+    enums: dict[str, list] = field(default_factory=dict)  # column -> allowed values
+    ranges: dict[str, tuple] = field(default_factory=dict)  # column -> observed (min, max)
+    declared: set[str] = field(default_factory=set)  # columns whose rules a CHECK declares
 
     def spec(self) -> dict:
         return {
             "states": {c: r.as_spec() for c, r in self.states.items()},
             "bounds": self.bounds,
+            "enums": self.enums,
         }
 
 
@@ -299,10 +364,9 @@ def _state_rule(conn: sqlite3.Connection, table: Table, column: str, values: lis
 
 
 def _bounds(conn: sqlite3.Connection, table: Table, column: str) -> dict:
+    """The observed sign (and whole-number and scale rules) of one numeric column."""
     kind = table.column(column).kind
     if column == table.primary_key or column in table.foreign_keys:
-        return {}
-    if set(column.lower().split("_")) & SIGNED_NAMES:
         return {}
     count, low, high, whole = conn.execute(
         f'SELECT COUNT("{column}"), MIN("{column}"), MAX("{column}"), '
@@ -311,24 +375,156 @@ def _bounds(conn: sqlite3.Connection, table: Table, column: str) -> dict:
     ).fetchone()
     if count < 3:
         return {}
+    words = set(column.lower().split("_"))
     bound: dict = {}
-    if low >= 0:
-        bound["minimum"] = 0
-    elif high <= 0:
-        bound["maximum"] = 0
+    if not words & FREE_SIGN_NAMES:
+        if low >= 0:
+            bound["minimum"] = 0
+        elif high <= 0:
+            bound["maximum"] = 0
     if kind == "real" and count >= 10 and whole == count:
         bound["integer"] = True
+    top = _scale_top(words, count, low, high, whole == count)
+    if top is not None:
+        bound["minimum"], bound["maximum"] = 0, top
     return bound
 
 
+def _scale_top(words: set[str], count: int, low, high, whole: bool) -> int | None:
+    """The top of a bounded scale (ratings, scores, percents) the column follows, or None."""
+    if not words & SCALE_NAMES or count < MIN_SCALE_VALUES or low < 0:
+        return None
+    if words & _PERCENT_NAMES:
+        if high <= 1 and not whole:
+            return 1
+        return 100 if high <= 100 else None
+    return next((top for top in (5, 10, 100) if high <= top), None)
+
+
+def _observed_range(conn: sqlite3.Connection, table: Table, column: str) -> tuple | None:
+    low, high = conn.execute(
+        f'SELECT MIN("{column}"), MAX("{column}") FROM "{table.name}" '
+        f"WHERE typeof(\"{column}\") IN ('integer', 'real')"
+    ).fetchone()
+    return None if low is None else (low, high)
+
+
+def _enum_values(
+    conn: sqlite3.Connection, table: Table, column: str, policy: EnumPolicy
+) -> list[str] | None:
+    """The observed values of a categorical TEXT column, or None when it is not one."""
+    if table.column(column).kind != "text" or column == table.primary_key:
+        return None
+    if column in table.foreign_keys or column in table.unique:
+        return None
+    distinct = table.distinct.get(column, 0)
+    if not 2 <= distinct <= policy.max_values or table.row_count < policy.min_rows:
+        return None
+    if distinct > policy.max_ratio * table.row_count:
+        return None
+    words = set(column.lower().split("_"))
+    if words & IDENTITY_NAMES:
+        return None
+    values = [
+        r[0]
+        for r in conn.execute(
+            f'SELECT DISTINCT "{column}" FROM "{table.name}" '
+            f'WHERE "{column}" IS NOT NULL ORDER BY "{column}"'
+        )
+    ]
+    if not values or not all(isinstance(v, str) and v.strip() for v in values):
+        return None
+    return values if _categorical(values) else None
+
+
+def _categorical(values: list[str]) -> bool:
+    """Short labels, not prose, contacts, identifiers or numbers written as text."""
+    lengths = [len(v) for v in values]
+    if max(lengths) > 40 or sum(lengths) / len(values) > 24:
+        return False
+    if sum(len(v.split()) for v in values) / len(values) > 3:
+        return False
+    if any("@" in v or "://" in v for v in values):
+        return False
+    if all(_number(v) for v in values):
+        return False
+    return not all(any(ch.isdigit() for ch in v) and " " not in v for v in values)
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_BARE = r'(?:"(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][A-Za-z0-9_]*)'
+_NUM = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_BETWEEN = re.compile(rf"CHECK\s*\(\s*({_BARE})\s+BETWEEN\s+({_NUM})\s+AND\s+({_NUM})\s*\)", re.I)
+_PLAIN = re.compile(rf"CHECK\s*\(\s*({_BARE})\s*(>=|>|<=|<|<>|!=|IN\b)", re.I)
+
+
+def _quoted(name: str) -> str:
+    if name.startswith('"'):
+        return name
+    return '"' + name.strip("`[]").replace('"', '""') + '"'
+
+
+def normalised_checks(create_sql: str) -> str:
+    """CHECK clauses rewritten to the quoted forms `sql_checks` reads: unquoted, `backtick`
+    and [bracket] names double-quoted, `BETWEEN a AND b` as two bounds."""
+    text = _BETWEEN.sub(
+        lambda m: f"CHECK ({_quoted(m[1])} >= {m[2]}) CHECK ({_quoted(m[1])} <= {m[3]})",
+        create_sql,
+    )
+    return _PLAIN.sub(lambda m: f"CHECK ({_quoted(m[1])} {m[2]}", text)
+
+
+def declared_rules(conn: sqlite3.Connection, table: Table) -> dict[str, dict]:
+    """Per column, the rules the table's CHECK constraints declare (`sql_checks`)."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table.name,)
+    ).fetchone()
+    if row is None or not row[0]:
+        return {}
+    names = {c.name for c in table.columns}
+    found = check_constraints(normalised_checks(row[0]))
+    return {c: r for c, r in found.items() if c in names}
+
+
+def _apply_declared(rules: TableRules, declared: dict[str, dict]) -> None:
+    """Declared CHECK rules replace the rules the rows suggest for the same column."""
+    for column, rule in declared.items():
+        rules.declared.add(column)
+        if "enum" in rule and column not in rules.states:
+            rules.enums[column] = list(rule["enum"])
+        bound = dict(rules.bounds.get(column, {}))
+        for side in ("minimum", "maximum"):
+            if side in rule:
+                bound[side] = rule[side]
+                bound.pop(f"exclusive_{side}", None)
+                if rule.get(f"exclusive_{side}"):
+                    bound[f"exclusive_{side}"] = True
+        if rule.get("min_length"):
+            bound["min_length"] = rule["min_length"]
+        if bound:
+            rules.bounds[column] = bound
+
+
 def infer_rules(
-    conn: sqlite3.Connection, table: Table, taken: set[str] | None = None
+    conn: sqlite3.Connection,
+    table: Table,
+    taken: set[str] | None = None,
+    policy: EnumPolicy | None = None,
 ) -> TableRules:
-    """State columns (with their transitions and tool names) and numeric bounds of one table.
+    """State columns (with their transitions and tool names), enums and numeric bounds of one
+    table, from its rows and its CHECK constraints.
 
     `taken` holds tool names already used; transition tool names are added to it.
     """
     taken = taken if taken is not None else set()
+    policy = policy or enum_policy()
     rules = TableRules()
     if table.row_count == 0:
         return rules
@@ -337,20 +533,29 @@ def infer_rules(
             bound = _bounds(conn, table, c.name)
             if bound:
                 rules.bounds[c.name] = bound
-        elif c.kind == "text" and table.primary_key and 2 <= table.distinct.get(c.name, 0):
-            if table.distinct[c.name] > MAX_STATES:
-                continue
-            values = [
-                r[0]
-                for r in conn.execute(
-                    f'SELECT DISTINCT "{c.name}" FROM "{table.name}" '
-                    f'WHERE "{c.name}" IS NOT NULL ORDER BY "{c.name}"'
-                )
-            ]
-            if all(isinstance(v, str) for v in values) and _is_state(conn, table, c.name, values):
-                rule = _state_rule(conn, table, c.name, values)
-                _name_tools(rule, table.entity, taken)
-                rules.states[c.name] = rule
+            observed = _observed_range(conn, table, c.name)
+            if observed is not None:
+                rules.ranges[c.name] = observed
+        elif c.kind == "text" and 2 <= table.distinct.get(c.name, 0):
+            if table.primary_key and table.distinct[c.name] <= MAX_STATES:
+                values = [
+                    r[0]
+                    for r in conn.execute(
+                        f'SELECT DISTINCT "{c.name}" FROM "{table.name}" '
+                        f'WHERE "{c.name}" IS NOT NULL ORDER BY "{c.name}"'
+                    )
+                ]
+                if all(isinstance(v, str) for v in values) and _is_state(
+                    conn, table, c.name, values
+                ):
+                    rule = _state_rule(conn, table, c.name, values)
+                    _name_tools(rule, table.entity, taken)
+                    rules.states[c.name] = rule
+                    continue
+            enum = _enum_values(conn, table, c.name, policy)
+            if enum is not None:
+                rules.enums[c.name] = enum
+    _apply_declared(rules, declared_rules(conn, table))
     return rules
 
 

@@ -5,7 +5,10 @@ paging), list_<children>_for_<parent> through foreign keys, aggregate_<entities>
 avg, min, max grouped by a low-cardinality column), and create/update/delete_<entity> with
 validation (required columns, types, foreign keys, uniqueness) and the domain rules the rows
 support (`domain_rules`: state columns change only through transition tools such as
-cancel_<entity> along the transitions the data shows; numeric columns keep their observed sign).
+cancel_<entity> along the transitions the data shows; categorical columns accept only their
+observed or declared values; numeric columns keep their observed sign and declared bounds). Date
+parameters take ISO 8601 (`format: date` / `date-time`), and a date alone bounds a date-time
+filter by whole days.
 A table keyed by several columns (a link table, parent key + date) gets add_/remove_ tools
 (add_track_to_playlist refuses an existing link or unknown keys, remove_ names a link that does
 not exist) and a link between two tables lists either side (list_tracks_for_playlist).
@@ -25,6 +28,7 @@ from typing import Any
 from .domain_rules import StateRule, TableRules, infer_rules
 from .schema import Table, read_schema
 from .tool_prelude import __file__ as _PRELUDE_FILE
+from .tool_prelude import _compare as _compare_clause
 
 _JSON_TYPES = {"integer": "integer", "real": "number", "boolean": "boolean"}
 _MARKER = "# --- tools.py prelude starts here ---\n"
@@ -126,9 +130,22 @@ def _spec(table: Table, rules: TableRules) -> dict:
 
 def _prop(kind: str, description: str) -> dict:
     prop: dict[str, Any] = {"type": _JSON_TYPES.get(kind, "string"), "description": description}
-    if kind in ("date", "datetime"):
+    if kind == "date":
         prop["description"] += " (ISO date YYYY-MM-DD)"
+        prop["format"] = "date"
+    elif kind == "datetime":
+        prop["description"] += (
+            " (ISO date-time YYYY-MM-DDTHH:MM:SS; a date YYYY-MM-DD alone covers its whole day)"
+        )
+        prop["format"] = "date-time"
     return prop
+
+
+def _number_text(value: Any) -> str:
+    """5000 -> '5,000', 12.5 -> '12.5': observed values as a reader writes them."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.4f}".rstrip("0").rstrip(".")
 
 
 def _tool_source(name: str, doc: str, body: str) -> str:
@@ -318,12 +335,20 @@ class _Generator:
                 )
             ]
             low, high = values[len(values) // 4], values[(3 * len(values)) // 4]
-            total = self.count(t, f'"{num.name}" >= ? AND "{num.name}" <= ?', (low, high))
+            # counted with the tools' own comparison (date-times compare as instants)
+            where = " AND ".join(
+                _compare_clause(num.name, num.kind, op, v) for op, v in ((">=", low), ("<=", high))
+            )
+            total = self.count(t, where, (low, high))
+            check = (
+                ""
+                if num.kind == "datetime"
+                else f"    assert all({low!r} <= r[{num.name!r}] <= {high!r} for r in out['rows'])\n"
+            )
             tests.append(
                 f"def test_{name}__range_{num.name}(call):\n"
                 f"    out = call({name!r}, {_kw({'min_' + num.name: low, 'max_' + num.name: high})})\n"
-                f"    assert out['total'] == {total}\n"
-                f"    assert all({low!r} <= r[{num.name!r}] <= {high!r} for r in out['rows'])\n"
+                f"    assert out['total'] == {total}\n" + check
             )
         tests.append(
             f"def test_{name}__paging(call):\n"
@@ -467,15 +492,31 @@ class _Generator:
             if c.name in rules.states:
                 prop["enum"] = list(rules.states[c.name].values)
                 prop["description"] += " One of the observed values."
+            elif c.name in rules.enums:
+                prop["enum"] = list(rules.enums[c.name])
+                source = "declared" if c.name in rules.declared else "observed"
+                listed = ", ".join(str(v) for v in prop["enum"])
+                prop["description"] += f" One of the {source} values: {listed}."
             bound = rules.bounds.get(c.name, {})
             for limit in ("minimum", "maximum"):
-                if limit in bound:
-                    prop[limit] = bound[limit]
-                    word = "at least" if limit == "minimum" else "at most"
-                    prop["description"] += f" {word} {bound[limit]}, like every stored {c.name}."
+                if limit not in bound:
+                    continue
+                exclusive = bound.get(f"exclusive_{limit}", False)
+                key = f"exclusive{limit.capitalize()}" if exclusive else limit
+                prop[key] = bound[limit]
+                word = {"minimum": "at least", "maximum": "at most"}[limit]
+                if exclusive:
+                    word = {"minimum": "more than", "maximum": "less than"}[limit]
+                why = "as declared" if c.name in rules.declared else f"like every stored {c.name}"
+                prop["description"] += f" {word} {bound[limit]}, {why}."
             if bound.get("integer"):
                 prop["multipleOf"] = 1
                 prop["description"] += " Whole numbers only."
+            if bound.get("min_length"):
+                prop["minLength"] = bound["min_length"]
+            if c.name in rules.ranges:
+                low, high = rules.ranges[c.name]
+                prop["description"] += f" Observed {_number_text(low)} to {_number_text(high)}."
             props[c.name] = prop
         return props
 
@@ -483,12 +524,24 @@ class _Generator:
         """A value outside the observed states and a value of the wrong sign are refused."""
         rules, tests = self.rules[t.name], []
         state = next((c for c in columns if c in rules.states), None)
-        if state is not None:
-            bad = dict(base, **{state: "banana"})
+        enum = next((c for c in columns if c in rules.enums and c != state), None)
+        for column in (state, enum):
+            if column is None:
+                continue
+            bad = dict(base, **{column: "banana"})
             tests.append(
-                f"def test_{name}__unknown_{state}(call):\n"
+                f"def test_{name}__unknown_{column}(call):\n"
                 f"    message = _expect_error(call, {name!r}, **{bad!r})\n"
-                f"    assert {state!r} in message or 'banana' in message, message\n"
+                f"    assert {column!r} in message or 'banana' in message, message\n"
+            )
+        capped = next((c for c in columns if "maximum" in rules.bounds.get(c, {})), None)
+        if capped is not None and rules.bounds[capped]["maximum"] > 0:
+            over = rules.bounds[capped]["maximum"] + 1
+            bad = dict(base, **{capped: over})
+            tests.append(
+                f"def test_{name}__above_{capped}(call):\n"
+                f"    message = _expect_error(call, {name!r}, **{bad!r})\n"
+                f"    assert {capped!r} in message, message\n"
             )
         signed = next((c for c in columns if "minimum" in rules.bounds.get(c, {})), None)
         signed = signed or next((c for c in columns if "maximum" in rules.bounds.get(c, {})), None)
@@ -613,6 +666,9 @@ class _Generator:
         row = rows[-1]
         column = editable[0]
         new_value = _changed_value(column.kind, row[column.name], rules.bounds.get(column.name))
+        choices = rules.enums.get(column.name)
+        if choices:
+            new_value = next((v for v in choices if v != row[column.name]), choices[0])
         if column.name in t.foreign_keys:
             ref_table, ref_col = t.foreign_keys[column.name]
             other = self.conn.execute(
@@ -1090,10 +1146,18 @@ def _changed_value(kind: str, value: Any, bound: dict | None = None) -> Any:
     """A different value of the same kind, on the side of zero the column keeps."""
     bound = bound or {}
     step = -1 if "maximum" in bound else 1
-    if kind == "integer":
-        return (value or 0) + 7 * step
-    if kind == "real":
-        return round((value or 0.0) + (1.0 if bound.get("integer") else 1.25) * step, 4)
+    if kind in ("integer", "real"):
+        size = 7 if kind == "integer" else (1.0 if bound.get("integer") else 1.25)
+        low, high = bound.get("minimum"), bound.get("maximum")
+        for delta in (size * step, -size * step, step, -step):
+            new = round((value or 0) + delta, 4)
+            if (
+                low is None or new > low or (new == low and not bound.get("exclusive_minimum"))
+            ) and (
+                high is None or new < high or (new == high and not bound.get("exclusive_maximum"))
+            ):
+                return new
+        return value
     if kind in ("date", "datetime"):
         return "2001-02-03"
     return f"{value or ''} (updated)".strip()

@@ -10,6 +10,8 @@ _MAX_LIMIT = 100
 
 
 def _looks_like_date(text, kind):
+    """An ISO date (YYYY-MM-DD); for a datetime column also YYYY-MM-DD[T| ]HH:MM[:SS[.f]] with
+    an optional Z or +HH:MM offset."""
     if not isinstance(text, str) or len(text) < 10 or text[4] != "-" or text[7] != "-":
         return False
     year, month, day = text[:4], text[5:7], text[8:10]
@@ -17,7 +19,32 @@ def _looks_like_date(text, kind):
         return False
     if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
         return False
-    return kind == "datetime" or len(text) == 10
+    if len(text) == 10:
+        return True
+    return kind == "datetime" and _looks_like_time(text[10:])
+
+
+def _looks_like_time(rest):
+    if rest[:1] not in ("T", " ") or len(rest) < 6:
+        return False
+    rest = rest[1:]
+    if rest.endswith("Z"):
+        rest = rest[:-1]
+    elif len(rest) > 8 and rest[-6] in "+-" and rest[-3] == ":":
+        rest = rest[:-6]
+    clock, _, fraction = rest.partition(".")
+    parts = clock.split(":")
+    if len(parts) not in (2, 3) or not all(len(p) == 2 and p.isdigit() for p in parts):
+        return False
+    if int(parts[0]) > 23 or int(parts[1]) > 59 or (len(parts) == 3 and int(parts[2]) > 60):
+        return False
+    return fraction.isdigit() if "." in rest else True
+
+
+_DATE_FORMS = {
+    "date": "ISO date YYYY-MM-DD",
+    "datetime": "ISO date-time YYYY-MM-DDTHH:MM:SS, or a date YYYY-MM-DD",
+}
 
 
 def _check_value(table, column, kind, value, param=None):
@@ -39,10 +66,19 @@ def _check_value(table, column, kind, value, param=None):
         value = 1 if value else 0
     elif kind in ("date", "datetime"):
         if not _looks_like_date(value, kind):
-            raise ValueError(f"{where} must be an ISO {kind} (YYYY-MM-DD), got {value!r}")
+            raise ValueError(f"{where} must be an {_DATE_FORMS[kind]}, got {value!r}")
     elif not isinstance(value, str):
         raise ValueError(f"{where} must be a string, got {value!r}")
     return value
+
+
+def _out(spec, row):
+    """A stored row as the agent reads it: BOOLEAN columns as true/false, not 1/0."""
+    row = dict(row)
+    for name, column in spec["columns"].items():
+        if column["kind"] == "boolean" and row.get(name) in (0, 1):
+            row[name] = bool(row[name])
+    return row
 
 
 def _fetch(db, spec, key):
@@ -50,7 +86,7 @@ def _fetch(db, spec, key):
     row = db.execute(sql, (key,)).fetchone()
     if row is None:
         raise LookupError(f"no {spec['entity']} with {spec['pk']} = {key!r}")
-    return dict(row)
+    return _out(spec, row)
 
 
 def _take_key(spec, params):
@@ -104,7 +140,7 @@ def _search(db, spec, params):
             clauses.append(f'instr(lower("{column}"), lower(?)) > 0')
         else:
             value = _check_value(spec["table"], column, kind, value, name)
-            clauses.append(f'"{column}" {op} ?')
+            clauses.append(_compare(column, kind, op, value))
         args.append(value)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     table = spec["table"]
@@ -117,8 +153,21 @@ def _search(db, spec, params):
         if spec["pk"] and order_by != spec["pk"]:
             order += f', "{spec["pk"]}"'
     sql = f'SELECT * FROM "{table}"{where}{order} LIMIT ? OFFSET ?'
-    rows = [dict(r) for r in db.execute(sql, args + [limit, offset])]
+    rows = [_out(spec, r) for r in db.execute(sql, args + [limit, offset])]
     return {"total": total, "count": len(rows), "rows": rows}
+
+
+def _compare(column, kind, op, value):
+    """A filter clause. Date-times compare as instants (T or space, any offset), and a date
+    alone against a date-time column covers its whole day: to 2021-01-31 includes 15:00."""
+    if kind != "datetime":
+        return f'"{column}" {op} ?'
+    if len(value) == 10:
+        if op == "=":
+            return f'date("{column}") = ?'
+        if op == "<=":
+            return f"datetime(\"{column}\") < datetime(?, '+1 day')"
+    return f'datetime("{column}") {op} datetime(?)'
 
 
 def _list_children(db, child, column, parent, params):
@@ -133,7 +182,7 @@ def _list_children(db, child, column, parent, params):
     keys = child.get("keys") or ([child["pk"]] if child["pk"] else [])
     order = " ORDER BY " + (", ".join(f'"{k}"' for k in keys) or "rowid")
     sql = f'SELECT * FROM "{table}" WHERE "{column}" = ?{order} LIMIT ? OFFSET ?'
-    rows = [dict(r) for r in db.execute(sql, (key, limit, offset))]
+    rows = [_out(child, r) for r in db.execute(sql, (key, limit, offset))]
     return {"total": total, "count": len(rows), "rows": rows}
 
 
@@ -168,29 +217,43 @@ def _aggregate(db, spec, params):
         f'SELECT "{group_by}" AS grp, {expression} FROM "{table}" '
         f'GROUP BY "{group_by}" ORDER BY "{group_by}"'
     )
-    groups = [{"group": r[0], "value": r[1]} for r in db.execute(sql)]
+    boolean = columns[group_by]["kind"] == "boolean"
+    groups = [
+        {"group": bool(r[0]) if boolean and r[0] in (0, 1) else r[0], "value": r[1]}
+        for r in db.execute(sql)
+    ]
     return {"metric": metric, "column": column, "group_by": group_by, "groups": groups}
 
 
 def _check_rules(spec, name, value):
-    """Domain rules read from the data: observed state values, observed sign, whole numbers."""
+    """Domain rules read from the data and the schema: observed state and enum values, sign,
+    declared bounds, bounded scales, whole numbers, non-empty text."""
     if value is None:
         return
     where = spec["table"] + "." + name
     state = spec.get("states", {}).get(name)
     if state is not None and value not in state["values"]:
         raise ValueError(f"{where} must be one of {state['values']}, got {value!r}")
+    allowed = spec.get("enums", {}).get(name)
+    if allowed is not None and value not in allowed:
+        raise ValueError(f"{where} must be one of {allowed}, got {value!r}")
     bound = spec.get("bounds", {}).get(name)
-    if not bound or isinstance(value, str):
+    if not bound:
         return
-    if "minimum" in bound and value < bound["minimum"]:
-        raise ValueError(
-            f"{where} must be >= {bound['minimum']} (no {name} below it exists), got {value!r}"
-        )
-    if "maximum" in bound and value > bound["maximum"]:
-        raise ValueError(
-            f"{where} must be <= {bound['maximum']} (no {name} above it exists), got {value!r}"
-        )
+    if isinstance(value, str):
+        if bound.get("min_length") and len(value.strip()) < bound["min_length"]:
+            raise ValueError(f"{where} cannot be empty, got {value!r}")
+        return
+    if "minimum" in bound:
+        low = bound["minimum"]
+        if value < low or (bound.get("exclusive_minimum") and value == low):
+            word = ">" if bound.get("exclusive_minimum") else ">="
+            raise ValueError(f"{where} must be {word} {low} (no {name} below it), got {value!r}")
+    if "maximum" in bound:
+        high = bound["maximum"]
+        if value > high or (bound.get("exclusive_maximum") and value == high):
+            word = "<" if bound.get("exclusive_maximum") else "<="
+            raise ValueError(f"{where} must be {word} {high} (no {name} above it), got {value!r}")
     if bound.get("integer") and value != int(value):
         raise ValueError(f"{where} must be a whole number (every {name} is), got {value!r}")
 
@@ -278,7 +341,7 @@ def _create(db, spec, values):
     sql = f'INSERT INTO "{spec["table"]}" ({names}) VALUES ({marks})'
     cursor = db.execute(sql, list(clean.values()))
     row = db.execute(f'SELECT * FROM "{spec["table"]}" WHERE rowid = ?', (cursor.lastrowid,))
-    return dict(row.fetchone())
+    return _out(spec, row.fetchone())
 
 
 def _update(db, spec, params):

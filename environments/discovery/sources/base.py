@@ -415,11 +415,12 @@ class DatabaseBuilder:
         return None
 
     def finish(self) -> Path:
-        """Declare foreign keys, check them, store provenance, rename into place."""
+        """Declare foreign keys, normalise dates, check keys, store provenance, rename into place."""
         try:
             self.infer_foreign_keys()
+            retyped = self.normalise_dates()
             for spec in self.tables.values():
-                if spec.foreign_keys and not spec.declared:
+                if (spec.foreign_keys or spec.name in retyped) and not spec.declared:
                     self._rebuild(spec)
             problems = self.conn.execute("PRAGMA foreign_key_check").fetchall()
             if problems:
@@ -433,6 +434,18 @@ class DatabaseBuilder:
         except Exception:
             self.abort()
             raise
+
+    def normalise_dates(self) -> set[str]:
+        """Rewrite date columns of every source kind to ISO 8601 (`dates`), noting each in the
+        provenance; the names of builder-made tables whose declared types changed."""
+        from .dates import normalise_dates
+
+        before = {name: dict(spec.types) for name, spec in self.tables.items()}
+        for table, _column, detail in normalise_dates(self.conn, self.tables):
+            first = next((p for p in self.provenance if p.table == table), None)
+            source, kind = (first.source, first.kind) if first else (table, "dates")
+            self.add_provenance(table, source, kind, detail)
+        return {n for n, s in self.tables.items() if s.types != before[n]}
 
     def _rebuild(self, spec: TableSpec) -> None:
         temp_name = f"{spec.name}__aw_new"
