@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from environments.builder.request import EnvironmentSpec
-from environments.builder.stages import classify_database
 from environments.discovery.classify import classify_offline, name_words
-from environments.discovery.sources import mine_sources
 
 
 def database_theme(name: str, tables: dict[str, list[str]]) -> dict:
