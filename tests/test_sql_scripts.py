@@ -209,6 +209,33 @@ def test_mysql_sample_database_idioms(tmp_path):
     ]
 
 
+MYSQL_CAMEL_CASE = """
+CREATE TABLE `MediaType` (`MediaTypeId` INT NOT NULL AUTO_INCREMENT, `Name` NVARCHAR(120),
+  CONSTRAINT `PK_MediaType` PRIMARY KEY (`MediaTypeId`));
+CREATE TABLE `Track` (`TrackId` INT NOT NULL, `Name` NVARCHAR(200) NOT NULL,
+  `MediaTypeId` INT NOT NULL, `UnitPrice` NUMERIC(10,2) NOT NULL,
+  CONSTRAINT `PK_Track` PRIMARY KEY (`TrackId`));
+ALTER TABLE `Track` ADD CONSTRAINT `FK_TrackMediaTypeId`
+  FOREIGN KEY (`MediaTypeId`) REFERENCES `MediaType` (`MediaTypeId`);
+INSERT INTO `MediaType` (`MediaTypeId`, `Name`) VALUES (1, N'MPEG audio file'), (2, N'AAC');
+INSERT INTO `Track` (`TrackId`, `Name`, `MediaTypeId`, `UnitPrice`) VALUES
+  (1, N'For Those About To Rock', 1, 0.99), (2, N'Balls to the Wall', 2, 0.99);
+"""
+
+
+def test_camel_case_names_become_words_and_keys_still_match(tmp_path):
+    """Scripts written with CamelCase names (`MediaTypeId`) give snake-case tables and columns
+    (media_type.media_type_id), so the tools and tasks read them as words."""
+    target = build_file(tmp_path, write(tmp_path, "music.sql", MYSQL_CAMEL_CASE))
+    conn = sqlite3.connect(target)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"media_type", "track"} <= tables
+    columns = [r[1] for r in conn.execute('PRAGMA table_info("track")')]
+    assert columns == ["track_id", "name", "media_type_id", "unit_price"]
+    keys = [(r[2], r[3], r[4]) for r in conn.execute('PRAGMA foreign_key_list("track")')]
+    assert keys == [("media_type", "media_type_id", "media_type_id")]
+
+
 # --- detection ------------------------------------------------------------------------------
 
 TABLE = "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);\n"

@@ -62,9 +62,18 @@ class TableSpec:
     list_of: dict[str, str] = field(default_factory=dict)
 
 
+_CAMEL_WORD = re.compile(r"([a-z0-9])([A-Z])")
+_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z])")
+
+
 def sql_name(raw: str) -> str:
-    """A safe SQL identifier from any header or key ("Unit Price ($)" -> "unit_price")."""
-    name = re.sub(r"[^0-9A-Za-z]+", "_", str(raw).strip()).strip("_").lower()
+    """A safe SQL identifier from any header or key ("Unit Price ($)" -> "unit_price").
+
+    Words written together in camel case are split ("InvoiceLineId" -> "invoice_line_id",
+    "HTTPStatus" -> "http_status"), so the tools and tasks read them as words and key names
+    match their tables ("CustomerId" -> customer)."""
+    text = _ACRONYM_WORD.sub(r"\1_\2", _CAMEL_WORD.sub(r"\1_\2", str(raw).strip()))
+    name = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
     if not name:
         name = "column"
     if name[0].isdigit():
