@@ -588,9 +588,10 @@ class _Generator:
             f"_create(db, {self.spec_const(t.name)}, params)",
         )
         auto = " Leave out the key to get the next number." if t.integer_key else ""
+        required = ", ".join(spec["required"]) or "nothing (every field is optional)"
         schema = _schema(
             name,
-            f"Create a new {t.entity} in {self.label}. Required: {', '.join(spec['required'])}."
+            f"Create a new {t.entity} in {self.label}. Required: {required}."
             f"{auto} Links to other tables must exist and unique fields must be new. "
             f"Returns the created row.",
             self.field_props(t, skip_key=False),
