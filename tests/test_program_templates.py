@@ -159,3 +159,21 @@ def test_round_robin_records_the_template(synthesizers):
     assert len(set(templates)) >= 10, templates
     assert all(t.metadata["template"] in TEMPLATE_NAMES for t in tasks)
     assert all(t.audit["passed"] for t in tasks)
+
+
+def test_a_new_value_for_an_update_stays_within_what_the_tool_accepts():
+    """Write templates set a value no row has yet; on an enum column it is another allowed
+    value, on a capped scale one below the cap, and None when the column has no free value."""
+    from tasks.synthesis.program_templates import _new_value
+    from tasks.synthesis.tool_graph import ParamInfo
+
+    rng = random.Random(3)
+    cabin = ParamInfo("cabin", "string", False, "enum", enum=["basic", "economy", "business"])
+    assert _new_value(["economy", "business"], rng, cabin) == "basic"
+    assert _new_value(["basic", "economy", "business"], rng, cabin) is None
+    rating = ParamInfo("rating", "integer", False, "value", maximum=5)
+    for _ in range(20):
+        assert _new_value([1, 3, 5], rng, rating) in (2, 4)
+    assert _new_value([1, 2, 3, 4, 5], rng, rating) is None
+    assert _new_value([1, 3, 5], rng) > 5  # no declared cap: above every stored value
+    assert _new_value(["open"], rng) == "open (revised)"

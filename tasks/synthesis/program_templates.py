@@ -24,7 +24,7 @@ from typing import Any
 from environments.discovery.naming import words_of
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.program_shapes import ProgramShape
-from tasks.synthesis.tool_graph import plural, singular
+from tasks.synthesis.tool_graph import ParamInfo, plural, singular
 
 
 @dataclass
@@ -99,13 +99,34 @@ def _code(text: str) -> str:
     return textwrap.dedent(text)
 
 
-def _new_value(values: list[Any], rng: random.Random) -> Any:
-    """A value no row has yet, so every matching row really changes."""
+def _new_value(values: list[Any], rng: random.Random, param: ParamInfo | None = None) -> Any:
+    """A value no row has yet, so every matching row really changes; one the update tool's
+    parameter accepts (its enum, its maximum), or None when no such value exists."""
+    if param is not None and param.enum:
+        fresh = [v for v in param.enum if v not in values]
+        return rng.choice(fresh) if fresh else None
     numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     if numbers and len(numbers) == len(values):
         top = max(numbers)
-        return top + rng.randint(1, 5) if isinstance(top, int) else round(top * 1.1 + 1, 2)
+        value = top + rng.randint(1, 5) if isinstance(top, int) else round(top * 1.1 + 1, 2)
+        cap = param.maximum if param is not None else None
+        if cap is not None and value > cap:
+            free = [v for v in range(int(min(numbers)), int(cap) + 1) if v not in numbers]
+            return rng.choice(free) if free else None
+        return value
     return f"{rng.choice(values)} (revised)" if values else "revised"
+
+
+def _update_value(
+    view: EnvironmentView, shape: ProgramShape, update: RowUpdate, rng, taken: tuple = ()
+) -> Any:
+    """A new value for ``update``'s column that its update tool accepts (None: there is none)."""
+    param = next(
+        (u[0].params.get(u[2]) for u in shape.write_updates() if u[0].name == update.update_tool),
+        None,
+    )
+    existing = view.column_values(shape.child_table, update.column) + list(taken)
+    return _new_value(existing, rng, param)
 
 
 def _update_pairs(shape: ProgramShape) -> list[tuple[tuple, str]]:
@@ -798,7 +819,9 @@ def draft_conditional_update(view, shape: ProgramShape, rng) -> ProgramDraft | N
     update = _row_update(view, shape, rng, (1, 2), least=0)
     if update is None:
         return None
-    new_value = _new_value(view.column_values(shape.child_table, update.column), rng)
+    new_value = _update_value(view, shape, update, rng)
+    if new_value is None:
+        return None
     _, c, _ = _names(shape)
     instruction = (
         f"For every {c} of {_which(shape, update.parents)} whose {_words(update.measure)} is "
@@ -842,7 +865,9 @@ def draft_group_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     update = _row_update(view, shape, rng, (2, 3), least=2)
     if update is None:
         return None
-    new_value = _new_value(view.column_values(shape.child_table, update.column), rng)
+    new_value = _update_value(view, shape, update, rng)
+    if new_value is None:
+        return None
     p, c, column_words = _names(shape)
     instruction = (
         f"For each of {_which(shape, update.parents)}: if any of its {plural(c)} has "
@@ -908,9 +933,10 @@ def draft_branch_update(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     update = _row_update(view, shape, rng, 1, least=1)
     if update is None:
         return None
-    existing = view.column_values(shape.child_table, update.column)
-    high = _new_value(existing, rng)
-    low = _new_value(existing + [high], rng)
+    high = _update_value(view, shape, update, rng)
+    low = _update_value(view, shape, update, rng, taken=(high,))
+    if high is None or low is None:
+        return None
     _, c, _ = _names(shape)
     measure, column = _words(update.measure), _words(update.column)
     instruction = (
