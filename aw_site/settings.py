@@ -159,7 +159,7 @@ AW_JOB_MAX_ATTEMPTS = int(os.environ.get("AW_JOB_MAX_ATTEMPTS", "3"))
 # most this many distinct values, at most this many distinct values per row, in a table of at
 # least this many rows (environments/discovery/domain_rules.py, "Enumerated columns").
 AW_ENUM_MAX_VALUES = int(os.environ.get("AW_ENUM_MAX_VALUES", "12"))
-AW_ENUM_MAX_RATIO = float(os.environ.get("AW_ENUM_MAX_RATIO", "0.5"))
+AW_ENUM_MAX_RATIO = float(os.environ.get("AW_ENUM_MAX_RATIO", "0.25"))
 AW_ENUM_MIN_ROWS = int(os.environ.get("AW_ENUM_MIN_ROWS", "10"))
 AW_MAX_EPISODES = int(os.environ.get("AW_MAX_EPISODES", "256"))
 AW_MAX_EPISODES_PER_USER = int(os.environ.get("AW_MAX_EPISODES_PER_USER", "64"))

@@ -265,6 +265,34 @@ def test_enums_for_categorical_columns_not_names_nor_tiny_tables(airline):
     assert "cabin" not in strict.enums and "membership" in strict.enums
 
 
+def test_open_sets_and_thinly_seen_values_are_not_enums(tmp_path):
+    """A few countries or tickers in a sample are not the only ones there are: columns named as
+    open sets never become enums, and a value seen on under four rows on average is not a
+    category yet (the Chinook invoice's 11 billing countries over 24 rows)."""
+    path = tmp_path / "shop.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE invoice (invoice_id INTEGER PRIMARY KEY, billing_country TEXT, "
+        "symbol TEXT, channel TEXT, region_code TEXT, mood TEXT)"
+    )
+    countries = ["Brazil", "Germany", "Norway", "Canada", "France", "India"]
+    tickers, channels = ["AAPL", "MSFT"], ["web", "store"]
+    moods = "calm glad sad cross tired keen bored proud shy brave".split()
+    conn.executemany(
+        "INSERT INTO invoice VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (i, countries[i % 6], tickers[i % 2], channels[i % 2], "EU", moods[i % 10])
+            for i in range(40)
+        ],
+    )
+    conn.commit()
+    rules = infer_rules(conn, read_schema(path)["invoice"])
+    assert "billing_country" not in rules.enums and "symbol" not in rules.enums
+    assert "region_code" not in rules.enums
+    assert "mood" not in rules.enums  # 10 values over 40 rows: each seen four times at most
+    assert rules.enums["channel"] == ["store", "web"]
+
+
 def test_enum_enforced_by_create_and_update(run, airline_tools):
     props = airline_tools.schemas["create_member"]["function"]["parameters"]["properties"]
     assert props["cabin"]["enum"] == ["basic_economy", "business", "economy"]

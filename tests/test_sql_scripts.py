@@ -223,6 +223,26 @@ INSERT INTO `Track` (`TrackId`, `Name`, `MediaTypeId`, `UnitPrice`) VALUES
 """
 
 
+@pytest.mark.parametrize(
+    "raw, name",
+    [
+        ("InvoiceLineId", "invoice_line_id"),
+        ("HTTPStatus", "http_status"),
+        ("userID", "user_id"),
+        ("AlbumArtURL", "album_art_url"),
+        ("URLs", "urls"),
+        ("IPv4Address", "ipv4_address"),
+        ("eMail", "email"),
+        ("Unit Price ($)", "unit_price"),
+        ("2021 sales", "c_2021_sales"),
+    ],
+)
+def test_sql_name_splits_camel_case_words(raw, name):
+    from environments.discovery.sources.base import sql_name
+
+    assert sql_name(raw) == name
+
+
 def test_camel_case_names_become_words_and_keys_still_match(tmp_path):
     """Scripts written with CamelCase names (`MediaTypeId`) give snake-case tables and columns
     (media_type.media_type_id), so the tools and tasks read them as words."""

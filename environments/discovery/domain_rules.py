@@ -44,13 +44,16 @@ Transition tools
 Enumerated columns
     A TEXT column that is not a state column, not the key, not a link and not unique is an
     *enum* when it has 2 to `AW_ENUM_MAX_VALUES` (default 12) distinct values, at most
-    `AW_ENUM_MAX_RATIO` (default 0.5) distinct values per row, and its table has at least
+    `AW_ENUM_MAX_RATIO` (default 0.25: every value seen on four rows on average) distinct values per row, and its table has at least
     `AW_ENUM_MIN_ROWS` (default 10) rows, so a three-row table never makes every column an
     enum. The values must look like categories, not free text or identities: none longer than
     40 characters, on average at most 24 characters and 3 words, no e-mail address or link,
     not all identifiers (a digit and no space) or numbers, and the column name is not one of
     name / title / description / email / phone / address / note / comment / url / ... (see
-    IDENTITY_NAMES). Create and update accept only the observed values, named in the refusal
+    IDENTITY_NAMES), nor does it say the column holds an open set whose few observed values are
+    only the ones this sample happens to have: places (country, state, city, location, origin,
+    ...), codes and tickers (code, symbol, iata, ...), parties (company, brand, vendor, author,
+    team, ...) -- see OPEN_SET_NAMES. Create and update accept only the observed values, named in the refusal
     and as `enum` in the JSON schema.
 
 Declared rules (CHECK constraints)
@@ -184,6 +187,13 @@ IDENTITY_NAMES = frozenset(
     "street url link website description desc comment comments note notes remark remarks text "
     "message body summary title id uuid guid key token hash password".split()
 )
+OPEN_SET_NAMES = frozenset(
+    "country countries nation state states province region city cities town location locations "
+    "place places county district zip zipcode postal postcode airport origin destination "
+    "departure arrival symbol ticker code codes iata icao isbn sku currency language locale "
+    "timezone company companies brand vendor supplier manufacturer publisher author artist "
+    "composer team player customer user owner host domain".split()
+)
 MIN_SCALE_VALUES = 5
 
 
@@ -192,7 +202,7 @@ class EnumPolicy:
     """When a low-cardinality TEXT column is an enum (Django settings AW_ENUM_*)."""
 
     max_values: int = 12
-    max_ratio: float = 0.5
+    max_ratio: float = 0.25
     min_rows: int = 10
 
 
@@ -423,7 +433,7 @@ def _enum_values(
     if distinct > policy.max_ratio * table.row_count:
         return None
     words = set(column.lower().split("_"))
-    if words & IDENTITY_NAMES:
+    if words & (IDENTITY_NAMES | OPEN_SET_NAMES):
         return None
     values = [
         r[0]

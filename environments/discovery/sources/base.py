@@ -62,8 +62,11 @@ class TableSpec:
     list_of: dict[str, str] = field(default_factory=dict)
 
 
-_CAMEL_WORD = re.compile(r"([a-z0-9])([A-Z])")
-_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z])")
+# A word boundary inside camel case: after a lower-case run of two or more letters or a digit
+# ("invoiceId", "v4Address"; "eMail" and "iPhone" stay one word), and between an acronym and a
+# capitalised word of two or more letters ("HTTPStatus"; "URLs" and "IPv4" stay one word).
+_CAMEL_WORD = re.compile(r"([a-z]{2,}|[0-9])([A-Z])")
+_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z]{2,})")
 
 
 def sql_name(raw: str) -> str:
