@@ -277,11 +277,11 @@ def test_open_sets_and_thinly_seen_values_are_not_enums(tmp_path):
     )
     countries = ["Brazil", "Germany", "Norway", "Canada", "France", "India"]
     tickers, channels = ["AAPL", "MSFT"], ["web", "store"]
-    moods = "calm glad sad cross tired keen bored proud shy brave".split()
+    moods = "calm glad sad cross tired keen bored proud shy brave meek".split()
     conn.executemany(
         "INSERT INTO invoice VALUES (?, ?, ?, ?, ?, ?)",
         [
-            (i, countries[i % 6], tickers[i % 2], channels[i % 2], "EU", moods[i % 10])
+            (i, countries[i % 6], tickers[i % 2], channels[i % 2], "EU", moods[i % 11])
             for i in range(40)
         ],
     )
@@ -289,7 +289,7 @@ def test_open_sets_and_thinly_seen_values_are_not_enums(tmp_path):
     rules = infer_rules(conn, read_schema(path)["invoice"])
     assert "billing_country" not in rules.enums and "symbol" not in rules.enums
     assert "region_code" not in rules.enums
-    assert "mood" not in rules.enums  # 10 values over 40 rows: each seen four times at most
+    assert "mood" not in rules.enums  # 11 values over 40 rows: each seen under four times
     assert rules.enums["channel"] == ["store", "web"]
 
 
