@@ -152,10 +152,12 @@ class Generator:
                 else (1 if "quant" in name or "count" in name else 0)
             )
             high = int(spec.maximum) if spec.maximum is not None else max(low + 10, 100)
+            high = max(low, min(high, low + 10**6))  # near the bound, never past int64
             return rng.randint(low, high)
         if kind == "number":
             low = float(spec.minimum) if spec.minimum is not None else 1.0
             high = float(spec.maximum) if spec.maximum is not None else 500.0
+            high = max(low, min(high, low + 10**6))
             return round(rng.uniform(low, high), 2)
         if kind == "boolean":
             return index % 2 == 0
@@ -422,6 +424,8 @@ def _coerce(value: Any, spec: FieldSpec) -> Any:
 def _store(value: Any, spec: FieldSpec) -> Any:
     if spec.type in ("array", "object") and value is not None:
         return json.dumps(value, sort_keys=True)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return str(value)  # an SQLite INTEGER holds int64; a larger enum value stays text
     if spec.type == "boolean" and value is not None:
         return 1 if value else 0
     return value

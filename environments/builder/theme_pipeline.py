@@ -125,7 +125,9 @@ class ThemeStages(OriginStages):
         progress(0.05, f"reading the theme {theme_label(theme)}")
         model = self.model = read_theme(theme)
         self.rejected = [
-            {"name": p.name, "reason": p.rejected, "stage": "theme"} for p in model.rejected
+            {"name": p.name, "reason": p.rejected, "stage": "theme"}
+            | ({"original_name": p.original_name} if p.original_name else {})
+            for p in model.rejected
         ]
         theme_facts = {
             "theme": theme.get("name", ""),
@@ -157,6 +159,13 @@ class ThemeStages(OriginStages):
             "matched_tables": db["matched"],
         }
         return IngestResult(Path(db["db_path"]), db["provenance"], facts)
+
+    def label(self) -> str:
+        source = (self.theme.get("provenance") or {}).get("source") or ""
+        kind = self.theme.get("source_kind", "")
+        return f"the theme {theme_label(self.theme)!r}" + (
+            f" ({kind} {source})" if source else f" ({kind})"
+        )
 
     def schema_facts(self, ingested: IngestResult) -> dict[str, Any]:
         assert self.model is not None
@@ -221,6 +230,7 @@ class ThemeStages(OriginStages):
         verified_names = set(report["verified_tools"])
         rejected = [r for r in rejected if r["name"] not in verified_names or r["stage"] == "llm"]
         report["rejected_tools"] = rejected
+        report["tool_notes"] = {p.name: p.notes for p in self.model.plans if p.notes}
         report["theme"] = {
             "name": self.theme.get("name", ""),
             "source_kind": self.theme.get("source_kind", ""),
@@ -246,6 +256,16 @@ class ThemeStages(OriginStages):
                 "provenance": self.theme.get("provenance", {}),
             },
             "tool_origins": {n: origins[n] for n in kept.names() if n in verified_tools},
+            "original_names": {
+                p.name: p.original_name
+                for p in (self.model.plans if self.model else [])
+                if p.original_name and p.name in verified_tools
+            },
+            "tool_notes": {
+                name: notes
+                for name, notes in verified.report.get("tool_notes", {}).items()
+                if name in verified_tools
+            },
             "rejected_tools": verified.rejected_tools or [],
         }
 

@@ -178,6 +178,8 @@ class ToolReader:
             description=tool.get("description", "") or "",
             parameters=params if not derived else {"type": "object", "properties": {}},
             derived_parameters=derived,
+            original_name=str(tool.get("original_name") or ""),
+            notes=[str(n) for n in tool.get("notes") or []],
         )
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", plan.name):
             return plan.reject(
@@ -526,11 +528,10 @@ class ToolReader:
         if f"referenced by {param}" not in target.origins:
             target.origins.append(f"referenced by {param}")
         key_name = param if words(param)[-1] not in ("id",) else "id"
-        if not target.key and key_name not in target.fields:
+        if not target.key and target.column(key_name) is None:
             spec = field_from_schema(key_name, schema, True)
             spec.ref = ""
-            target.add(spec)
-            target.key = key_name
+            target.key = target.add(spec).name
 
     # -- binding parameters to columns --
     def bind(self, plan: ToolPlan, tool: dict) -> None:
@@ -843,5 +844,6 @@ def choose_key(entity: EntitySpec) -> None:
             if name.lower() == wanted and not entity.fields[name].ref:
                 entity.key = name
                 return
-    entity.key = "id"
-    entity.fields = {"id": FieldSpec("id", "integer", hidden=True), **entity.fields}
+    surrogate = next(n for n in ("id", "row_id", "_row_id", "_aw_row_id") if not entity.column(n))
+    entity.key = surrogate
+    entity.fields = {surrogate: FieldSpec(surrogate, "integer", hidden=True), **entity.fields}

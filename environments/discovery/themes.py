@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from .swagger import is_swagger, swagger_to_openapi
 
 SOURCE_KINDS = ("mcp_spec", "tool_doc", "prd", "manual")
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -66,60 +69,114 @@ def parse_mcp_spec(doc: Any, source: str = "mcp") -> dict:
 
 
 def parse_openapi(doc: Any, source: str = "openapi") -> dict:
-    """An OpenAPI 3 document -> theme with one tool per operation."""
+    """An OpenAPI 3 (or Swagger 2.0) document -> theme with one tool per operation, named by
+    the API's identity (provider, service, version), not its title alone."""
+    if is_swagger(doc):
+        doc = swagger_to_openapi(doc)
     if not isinstance(doc, dict) or not str(doc.get("openapi", "")).startswith("3"):
-        raise ThemeError(f"{source}: not an OpenAPI 3 document (no 'openapi: 3.x')")
-    info = doc.get("info") or {}
+        raise ThemeError(
+            f"{source}: not an OpenAPI 3 or Swagger 2.0 document (no 'openapi: 3.x' or "
+            "'swagger: 2.0')"
+        )
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     if not info.get("title"):
         raise ThemeError(f"{source}: OpenAPI info.title is missing")
     tools = []
-    for path, item in (doc.get("paths") or {}).items():
+    paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
+    for path, item in paths.items():
         item = _deref(item or {}, doc)
+        if not isinstance(item, dict):
+            continue
         for method in _HTTP_METHODS:
             op = item.get(method)
-            if not isinstance(op, dict):
-                continue
-            props, required = {}, []
-            for param in _deref(op.get("parameters", []) + item.get("parameters", []), doc):
-                if (
-                    not isinstance(param, dict)
-                    or not param.get("name")
-                    or param.get("in") == "cookie"
-                ):
-                    continue
-                props[param["name"]] = dict(param.get("schema") or {"type": "string"})
-                if param.get("description"):
-                    props[param["name"]]["description"] = param["description"]
-                if param.get("required") and param["name"] not in required:
-                    required.append(param["name"])
-            http = {"method": method.upper(), "path": path}
-            body = _deref(op.get("requestBody") or {}, doc)
-            content = body.get("content") or {}
-            media = next((m for m in _BODY_MEDIA if m in content), next(iter(content), ""))
-            if media:
-                http["body"] = media
-                schema = (content[media] or {}).get("schema") or {}
-                if schema.get("type", "object") == "object" and schema.get("properties"):
-                    props.update(schema["properties"])
-                    required += [r for r in schema.get("required") or [] if r not in required]
-                elif schema:
-                    props["body"] = schema
-                    if body.get("required"):
-                        required.append("body")
-            name = op.get("operationId") or slug(f"{method}_{path}")
-            tools.append(
-                {
-                    "name": name,
-                    "description": op.get("summary") or op.get("description") or f"{method} {path}",
-                    "parameters": {"type": "object", "properties": props, "required": required},
-                    "http": http,
-                }
-            )
+            if isinstance(op, dict):
+                tools.append(_operation_tool(doc, str(path), method, op, item))
     if not tools:
         raise ThemeError(f"{source}: OpenAPI document has no operations")
-    return _theme(
-        info["title"], info["title"], info.get("description", ""), "tool_doc", doc, source, tools
+    identity = openapi_identity(doc)
+    theme = _theme(
+        identity["name"],
+        str(info["title"]),
+        str(info.get("description") or ""),
+        "tool_doc",
+        doc,
+        source,
+        tools,
     )
+    theme["provenance"]["identity"] = {k: v for k, v in identity.items() if k != "name"}
+    if doc.get("x-converted-from"):
+        theme["provenance"]["converted_from"] = doc["x-converted-from"]
+    return theme
+
+
+def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> dict:
+    """One operation as a tool: path, query and header parameters plus the body's fields."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    listed = [p for p in (op.get("parameters"), item.get("parameters")) if isinstance(p, list)]
+    for param in _deref([p for group in listed for p in group], doc):
+        if not isinstance(param, dict) or not param.get("name") or param.get("in") == "cookie":
+            continue
+        name = str(param["name"])
+        if name in props:  # an operation's own parameter overrides the path item's
+            continue
+        schema = param.get("schema")
+        props[name] = dict(schema) if isinstance(schema, dict) else {"type": "string"}
+        if param.get("description"):
+            props[name]["description"] = param["description"]
+        if param.get("required") and name not in required:
+            required.append(name)
+    http = {"method": method.upper(), "path": path}
+    body = _deref(op.get("requestBody") or {}, doc)
+    content = body.get("content") if isinstance(body, dict) else None
+    content = content if isinstance(content, dict) else {}
+    media = next((m for m in _BODY_MEDIA if m in content), next(iter(content), ""))
+    if media:
+        http["body"] = media
+        schema = (content[media] or {}).get("schema") if isinstance(content[media], dict) else {}
+        schema = schema if isinstance(schema, dict) else {}
+        if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
+            props.update(schema["properties"])
+            required += [r for r in schema.get("required") or [] if r not in required]
+        elif schema:
+            props["body"] = schema
+            if body.get("required"):
+                required.append("body")
+    return {
+        "name": str(op.get("operationId") or slug(f"{method}_{path}")),
+        "description": str(op.get("summary") or op.get("description") or f"{method} {path}"),
+        "parameters": {
+            "type": "object",
+            "properties": props,
+            "required": [r for r in required if r in props],
+        },
+        "http": http,
+    }
+
+
+def openapi_identity(doc: dict) -> dict[str, str]:
+    """Who serves the API, which service it is and which version: {provider, service, version,
+    key, name}. Two documents with the same title from different hosts differ here; the same
+    document read twice does not (its builds become versions of one environment)."""
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    servers = doc.get("servers") if isinstance(doc.get("servers"), list) else []
+    url = str((servers[0] or {}).get("url", "")) if servers and isinstance(servers[0], dict) else ""
+    host = urlsplit(url).hostname or ""
+    provider = str(info.get("x-providerName") or doc.get("x-providerName") or host or "")
+    service = str(info.get("x-serviceName") or doc.get("x-serviceName") or "")
+    if not service:
+        segment = urlsplit(url).path.strip("/").split("/")[0] if url else ""
+        service = info.get("title") or segment or "api"
+    version = str(info.get("version") or "")
+    key = f"{provider}:{service}/{version}" if provider else f"{service}/{version}"
+    words = re.sub(
+        r"[^a-z0-9]+", "_", f"{service} {provider.removeprefix('www.')} {version}".lower()
+    )
+    name = words.strip("_") or "api"
+    if len(name) > 60:  # cut with a hash of the whole key, so two long keys stay apart
+        name = f"{name[:53].rstrip('_')}_{hashlib.sha1(key.encode()).hexdigest()[:6]}"
+    return {"provider": provider, "service": str(service), "version": version, "key": key,
+            "name": name}  # fmt: skip
 
 
 _BODY_MEDIA = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
@@ -225,7 +282,7 @@ def parse_theme_document(doc: Any, source: str) -> dict:
     if isinstance(doc, str):
         return parse_prd(doc, source)
     if isinstance(doc, dict):
-        if "openapi" in doc:
+        if "openapi" in doc or is_swagger(doc):
             return parse_openapi(doc, source)
         if "result" in doc or (isinstance(doc.get("tools"), list) and _looks_mcp(doc["tools"])):
             return parse_mcp_spec(doc, source)
