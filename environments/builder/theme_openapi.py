@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from environments.discovery.themes import flat_object
+
 from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
 
 
@@ -18,6 +20,7 @@ def openapi_entities(model: ThemeModel, doc: dict) -> None:
     """Every object schema of `components/schemas` with properties as an entity."""
     schemas = ((doc.get("components") or {}).get("schemas")) or {}
     for name, schema in schemas.items():
+        schema = flat_object(schema, doc)
         resolved = deref(schema, doc)
         if not isinstance(resolved, dict) or resolved.get("type", "object") != "object":
             continue

@@ -130,11 +130,13 @@ class ToolReader:
         if not tokens:
             return "", []
         for index, token in enumerate(tokens[:2]):
+            # `folders.list`, `repos/create`: the noun before the verb when none follows it
+            noun = tokens[index + 1 :] or tokens[:index]
             for op, verbs in VERBS.items():
                 if token in verbs:
-                    return op, tokens[index + 1 :]
+                    return op, noun
             if token in TRANSITIONS:
-                return "transition:" + token, tokens[index + 1 :]
+                return "transition:" + token, noun
         return "", tokens
 
     def description_verb(self, tool: dict) -> str:
@@ -221,7 +223,7 @@ class ToolReader:
                 "semantics cannot be read from the spec: no operation verb in the name "
                 f"{plan.name!r} or the description"
             )
-        if verb in ("get", "list") and not entity and not noun:
+        if not entity and not noun:  # `folders.create` under a shared `folders_` prefix
             entity = self.description_entity(tool)
         if verb == "get" and self.plural_noun(noun, tool):
             verb = "list"

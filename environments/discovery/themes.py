@@ -134,7 +134,7 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
     if media:
         http["body"] = media
         schema = (content[media] or {}).get("schema") if isinstance(content[media], dict) else {}
-        schema = schema if isinstance(schema, dict) else {}
+        schema = flat_object(schema, doc) if isinstance(schema, dict) else {}
         if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
             props.update(schema["properties"])
             required += [r for r in schema.get("required") or [] if r not in required]
@@ -200,6 +200,39 @@ def _deref(value: Any, doc: dict, depth: int = 6) -> Any:
         rest = {k: v for k, v in value.items() if k != "$ref"}
         return _deref({**target, **rest} if isinstance(target, dict) else rest, doc, depth - 1)
     return {k: _deref(v, doc, depth) for k, v in value.items()}
+
+
+def flat_object(schema: Any, doc: dict, depth: int = 4) -> Any:
+    """An `allOf` (or an `anyOf`/`oneOf` of objects) as one object schema: the parts' properties
+    together, `required` from `allOf` parts only (a one-of part is not always there)."""
+    schema = _deref(schema, doc)
+    if not isinstance(schema, dict) or depth <= 0:
+        return schema
+    combined = [
+        (k, schema[k]) for k in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(k), list)
+    ]
+    if not combined:
+        return schema
+    out = {k: v for k, v in schema.items() if k not in ("allOf", "anyOf", "oneOf")}
+    properties = dict(out.get("properties") or {})
+    required = list(out.get("required") or [])
+    objects = 0
+    for combiner, parts in combined:
+        for part in parts:
+            part = flat_object(part, doc, depth - 1)
+            if not isinstance(part, dict) or not isinstance(part.get("properties"), dict):
+                continue
+            objects += 1
+            for name, sub in part["properties"].items():
+                properties.setdefault(name, sub)
+            if combiner == "allOf":
+                required += [r for r in part.get("required") or [] if r not in required]
+    if not objects:
+        return schema
+    out.update({"type": "object", "properties": properties})
+    if required:
+        out["required"] = required
+    return out
 
 
 def parse_function_schemas(doc: Any, source: str = "tools") -> dict:
