@@ -41,7 +41,7 @@ from .stages import (
     tool_kinds,
 )
 from .theme_data import build_theme_database, builtin_matches, candidate_tables
-from .theme_model import ThemeModel
+from .theme_model import ThemeModel, ToolPlan
 from .theme_reading import read_theme
 from .theme_tools import implement_theme_tools
 
@@ -124,11 +124,7 @@ class ThemeStages(OriginStages):
         theme, spec = self.theme, self.spec
         progress(0.05, f"reading the theme {theme_label(theme)}")
         model = self.model = read_theme(theme)
-        self.rejected = [
-            {"name": p.name, "reason": p.rejected, "stage": "theme"}
-            | ({"original_name": p.original_name} if p.original_name else {})
-            for p in model.rejected
-        ]
+        self.rejected = [rejected_entry(p) for p in model.rejected]
         theme_facts = {
             "theme": theme.get("name", ""),
             "source_kind": theme.get("source_kind", ""),
@@ -177,6 +173,8 @@ class ThemeStages(OriginStages):
         assert model is not None
         progress(0.1, "implementing the theme's tools")
         offline = implement_theme_tools(model, ingested.db_path)
+        listed = {r["name"] for r in self.rejected}  # and those that fell writing their code
+        self.rejected += [rejected_entry(p) for p in model.rejected if p.name not in listed]
         designed = None
         if self.llm is not None:
             progress(0.5, "asking the LLM to design the theme's tools")
@@ -275,6 +273,14 @@ class ThemeStages(OriginStages):
         if self.notes["llm"]:
             kept["llm"] = dict(self.notes["llm"])
         return kept
+
+
+def rejected_entry(plan: ToolPlan) -> dict[str, str]:
+    """A theme tool that fell, as the yield and the report list it."""
+    entry = {"name": plan.name, "reason": plan.rejected, "stage": "theme"}
+    if plan.original_name:
+        entry["original_name"] = plan.original_name
+    return entry
 
 
 def run_theme_pipeline(

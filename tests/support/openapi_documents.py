@@ -121,9 +121,7 @@ SWAGGER_20 = {
             },
         },
     },
-    "parameters": {
-        "BookId": {"name": "bookId", "in": "path", "required": True, "type": "integer"}
-    },
+    "parameters": {"BookId": {"name": "bookId", "in": "path", "required": True, "type": "integer"}},
     "definitions": {"Book": BOOK},
 }
 
@@ -202,9 +200,7 @@ def hard_document() -> dict:
                     "summary": "Create a counter",
                     "requestBody": {
                         "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/Counter"}
-                            }
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Counter"}}
                         }
                     },
                     "responses": {"201": {"description": "created"}},

@@ -1,0 +1,186 @@
+"""Theme builds from real-world OpenAPI shapes never crash and name every tool validly.
+
+The documents (tests/support/openapi_documents.py) are small and written for these tests: the
+same API as Swagger 2.0, OpenAPI 3.0 and 3.1; one holding every trap real documents set
+(operationIds with `/` and `.`, a path `name` meeting a body `Name`, a recursive schema, an
+ECMA-only pattern, an entity without an id, int64-breaking bounds, `allOf` and shared
+`$ref`s); and two APIs titled alike but served from different hosts.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from environments.builder.request import BuildRequest
+from environments.builder.stages import BuildFailed
+from environments.builder.theme_pipeline import run_theme_pipeline
+from environments.discovery.themes import parse_theme_document
+from environments.models import Environment
+from environments.themes_import import store_theme
+from environments.tool_names import function_name, function_names
+from tests.support import openapi_documents as docs
+
+CALLABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@pytest.fixture
+def storage(settings, tmp_path):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    return settings.STORAGE_ROOT
+
+
+def build(document: dict, source: str, **options) -> Environment:
+    theme = store_theme(parse_theme_document(document, source))
+    call_command("build_environment", theme=theme.pk, stdout=StringIO(), **options)
+    return Environment.objects.filter(theme=theme).latest("pk")
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+def test_every_name_becomes_a_callable_unique_name_deterministically():
+    originals = [
+        "repos/get-content",
+        "apps.list",
+        "repos_get_content",  # valid: keeps its name; the slashed one gives way
+        "get-stations",
+        "2fa.verify",
+        "x" * 80 + "/list",
+        "x" * 80 + "/get",
+        "",
+        "apps.list",  # the same operation twice
+    ]
+    names = function_names(originals)
+    assert all(CALLABLE.match(n) and n[0].isalpha() for n in names), names
+    assert len(set(names)) == len(names)
+    assert names[1] == "apps_list" and names[3] == "get-stations"
+    assert names[2] == "repos_get_content" and names[0].startswith("repos_get_content_")
+    assert len(names[5]) <= 64 and names[5] != names[6]
+    assert names == function_names(originals)  # the same document names its tools the same
+    assert function_name("repos/get-content") == "repos_get_content"
+    assert function_name("2fa.verify") == "op_2fa_verify"
+
+
+# --- formats -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "document", [docs.SWAGGER_20, docs.OPENAPI_30, docs.OPENAPI_31], ids=["2.0", "3.0", "3.1"]
+)
+def test_swagger_2_openapi_3_0_and_3_1_documents_each_build(storage, document):
+    environment = build(document, "books.json")
+    assert environment.status == "verified", environment.failure_reason
+    names = set(environment.tools.values_list("name", flat=True))
+    assert {"listBooks", "createBook", "getBook", "deleteBook"} <= names
+    create = environment.tools.get(name="createBook").schema["function"]["parameters"]
+    assert {"title", "genre", "pages"} <= set(create["properties"])  # the body's fields
+    assert create["required"] == ["title"]
+    assert environment.theme.provenance["identity"]["provider"] == "books.example.org"
+
+
+# --- every trap at once ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_document_full_of_traps_builds_with_valid_names_and_notes(
+    storage, client, reviewer, reviewer_api
+):
+    environment = build(docs.hard_document(), "archive.json", name="archive")
+    assert environment.status == "verified", environment.failure_reason
+    manifest = environment.manifest
+    originals = manifest["original_names"]
+    names = list(environment.tools.values_list("name", flat=True))
+    assert all(CALLABLE.match(n) for n in names) and len(set(names)) == len(names)
+    assert originals["folders_get_folder"] == "folders/get-folder"
+    assert originals["folders_list"] == "folders.list"
+    assert {"folders_create", "folders_update", "counters_create", "counters_list"} <= set(names)
+    described = environment.tools.get(name="folders_get_folder").schema["function"]
+    assert "folders/get-folder" in described["description"]
+    # the ECMA-only pattern is dropped from its parameter only, and the tool says so
+    update = environment.tools.get(name="folders_update").schema["function"]
+    assert "pattern" not in update["parameters"]["properties"]["label"]
+    assert "not checked" in update["description"]
+    assert any("\\p{L}" in n for n in manifest["tool_notes"]["folders_update"])
+    # path `name` and body `Name` are one column; counters have no id: a surrogate key
+    state = sqlite3.connect(Path(environment.package_path) / "state.sqlite")
+    folder_columns = [r[1].lower() for r in state.execute("PRAGMA table_info(folders)")]
+    assert folder_columns.count("name") == 1
+    counter_columns = {r[1]: r for r in state.execute("PRAGMA table_info(counters)")}
+    assert counter_columns["id"][5] == 1  # the primary key the document never names
+    values = [v for (v,) in state.execute("SELECT value FROM counters")]
+    assert values and all(-(2**63) <= v < 2**63 for v in values)
+    # the console lists each renamed tool with the name its document gives it
+    client.force_login(reviewer)
+    page = client.get(reverse("environment-tab", args=[environment.pk, "tools"])).content
+    assert b"data-original-name" in page and b"folders/get-folder" in page
+    # an integer SQLite cannot hold is a tool error in words, not a crash
+    episode = reviewer_api.post("/api/episodes/", {"environment": environment.pk}, format="json")
+    assert episode.status_code == 201, episode.content
+    called = reviewer_api.post(
+        f"/api/episodes/{episode.json()['episode']}/call/",
+        {"tool": "counters_create", "arguments": {"kind": "hits", "value": 2**70}},
+        format="json",
+    ).json()
+    assert called["ok"] is False and "integer" in called["error"].lower(), called
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crash_in_a_theme_stage_names_the_stage_and_the_theme(tmp_path, monkeypatch):
+    def broken(model, db_path):
+        raise KeyError("id")
+
+    monkeypatch.setattr("environments.builder.theme_pipeline.implement_theme_tools", broken)
+    theme = parse_theme_document(docs.OPENAPI_30, "books.json")
+    request = BuildRequest.create(origin="theme", theme=1, name="books")
+    with pytest.raises(BuildFailed) as failed:
+        run_theme_pipeline(request, theme, root=tmp_path / "packages", workdir=tmp_path)
+    message = str(failed.value)
+    assert failed.value.stage == "tools"
+    assert message.startswith("tools stage failed: KeyError")
+    assert "'Book Shop'" in message and "books.json" in message
+    assert "at test_openapi_robustness.py:" in message  # the line that raised
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_whose_tests_crash_falls_alone(tmp_path, monkeypatch):
+    from environments.builder import theme_tools
+
+    real = theme_tools._Tests.build
+
+    def build_tests(self):
+        if self.plan.name == "getBook":
+            raise KeyError("id")
+        return real(self)
+
+    monkeypatch.setattr(theme_tools._Tests, "build", build_tests)
+    theme = parse_theme_document(docs.OPENAPI_30, "books.json")
+    request = BuildRequest.create(origin="theme", theme=1, name="books")
+    outcome = run_theme_pipeline(request, theme, root=tmp_path / "packages", workdir=tmp_path)
+    rejected = {r["name"]: r["reason"] for r in outcome.report["rejected_tools"]}
+    assert "could not be implemented" in rejected["getBook"] and "KeyError" in rejected["getBook"]
+    assert {"listBooks", "createBook", "deleteBook"} <= set(outcome.report["verified_tools"])
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_same_title_other_host_is_another_environment_and_the_same_document_a_new_version(
+    storage,
+):
+    first = build(docs.OPENAPI_30, "books.json")
+    again = build(docs.OPENAPI_30, "books-again.json")
+    other = build(docs.same_title_other_host(), "other-books.json")
+    assert first.status == again.status == other.status == "verified"
+    assert first.name == again.name and (first.version, again.version) == (1, 2)
+    assert other.name != first.name and other.version == 1
+    assert "other_books_test" in other.name
