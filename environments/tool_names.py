@@ -73,3 +73,18 @@ def function_names(originals: list[str]) -> list[str]:
 def renamed_note(original: str) -> str:
     """What a renamed tool's description says about the name its document gives it."""
     return f"(Operation {original!r} in the source document.)"
+
+
+def mcp_names(names: list[str], originals: dict[str, str]) -> dict[str, str]:
+    """Tool name -> the name an MCP server lists it under: the document's own name where MCP
+    allows it (`apps.list`; not `repos/get-content`) and no other listed tool has it."""
+    exposed: dict[str, str] = {}
+    taken = set(names)
+    for name in names:
+        original = originals.get(name, "")
+        if original and MCP_TOOL_NAME.fullmatch(original) and original not in taken:
+            exposed[name] = original
+            taken.add(original)
+        else:
+            exposed[name] = name
+    return exposed

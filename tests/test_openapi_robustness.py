@@ -130,7 +130,8 @@ def test_a_document_full_of_traps_builds_with_valid_names_and_notes(
         {"tool": "counters_create", "arguments": {"kind": "hits", "value": 2**70}},
         format="json",
     ).json()
-    assert called["ok"] is False and "integer" in called["error"].lower(), called
+    assert called["ok"] is False and "too large" in called["error"], called
+    assert "OverflowError" not in called["error"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -184,3 +185,25 @@ def test_same_title_other_host_is_another_environment_and_the_same_document_a_ne
     assert first.name == again.name and (first.version, again.version) == (1, 2)
     assert other.name != first.name and other.version == 1
     assert "other_books_test" in other.name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_lists_the_documents_own_names_where_mcp_allows_them(storage):
+    import anyio
+    from mcp import Client
+
+    from environments.package import load_package
+    from serving.mcp_server import build_server
+
+    environment = build(docs.hard_document(), "archive.json", name="archive")
+    server = build_server(load_package(environment.package_path))
+
+    async def session():
+        async with Client(server) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"folders.list", "counters.list", "folders.update"} <= names  # MCP allows "."
+            assert "folders_get_folder" in names and "folders/get-folder" not in names
+            listed = await client.call_tool("folders.list", {})
+            assert not listed.is_error, listed.content
+
+    anyio.run(session)

@@ -157,7 +157,7 @@ class ThemeStages(OriginStages):
         return IngestResult(Path(db["db_path"]), db["provenance"], facts)
 
     def label(self) -> str:
-        source = (self.theme.get("provenance") or {}).get("source") or ""
+        source = Path(str((self.theme.get("provenance") or {}).get("source") or "")).name
         kind = self.theme.get("source_kind", "")
         return f"the theme {theme_label(self.theme)!r}" + (
             f" ({kind} {source})" if source else f" ({kind})"
