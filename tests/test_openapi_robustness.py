@@ -207,3 +207,29 @@ def test_mcp_lists_the_documents_own_names_where_mcp_allows_them(storage):
             assert not listed.is_error, listed.content
 
     anyio.run(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_importing_same_titled_apis_keeps_them_apart_and_marks_a_reimport(storage):
+    from django.db import transaction
+
+    from aw_site.jobs import enqueue
+    from aw_site.models import Job
+    from environments.models import Theme
+    from tests.support.worker import wait_for
+
+    documents = [docs.OPENAPI_30, docs.same_title_other_host(), docs.OPENAPI_30]
+    with transaction.atomic():
+        job = enqueue("environments.import_themes", {"documents": documents})
+    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=120, message="import")
+    assert Job.objects.get(pk=job.pk).state == "succeeded"
+    first, other, again = Theme.objects.order_by("pk")
+    assert first.name == again.name != other.name
+    assert other.duplicate_of is None  # same title, another provider: its own theme
+    assert again.duplicate_of == first  # the same document imported twice
+    assert first.provenance["identity"] == {
+        "provider": "books.example.org",
+        "service": "Book Shop",
+        "version": "1.0.0",
+        "key": "books.example.org:Book Shop/1.0.0",
+    }

@@ -446,13 +446,22 @@ def theme_text(theme: dict) -> str:
     return f"{theme.get('title', '')} {theme.get('description', '')} {tool_text}"
 
 
+def identity_key(theme: dict) -> str:
+    """"provider:service/version" of an API theme (OpenAPI), else ""."""
+    identity = (theme.get("provenance") or {}).get("identity") or {}
+    return str(identity.get("key") or "") if isinstance(identity, dict) else ""
+
+
 def find_near_duplicates(themes: list[dict], threshold: float = 0.7) -> list[dict]:
     """Pairs of themes that are the same thing: equal normalized names or similar text."""
     signatures = [minhash(tokens(theme_text(t))) for t in themes]
     names = [normalized_name(t) for t in themes]
+    keys = [identity_key(t) for t in themes]
     pairs = []
     for i in range(len(themes)):
         for j in range(i + 1, len(themes)):
+            if keys[i] and keys[j] and keys[i] != keys[j]:
+                continue  # two APIs that say who serves them and differ: never one theme
             if names[i] and names[i] == names[j]:
                 pairs.append({"a": i, "b": j, "score": 1.0, "reason": "same normalized name"})
                 continue
