@@ -447,7 +447,7 @@ def theme_text(theme: dict) -> str:
 
 
 def identity_key(theme: dict) -> str:
-    """"provider:service/version" of an API theme (OpenAPI), else ""."""
+    """ "provider:service/version" of an API theme (OpenAPI), else ""."""
     identity = (theme.get("provenance") or {}).get("identity") or {}
     return str(identity.get("key") or "") if isinstance(identity, dict) else ""
 
