@@ -182,24 +182,41 @@ def openapi_identity(doc: dict) -> dict[str, str]:
 _BODY_MEDIA = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
 
 
+REF_BUDGET = 5000  # schema nodes one dereference may write before references stay cut
+
+
 def _deref(value: Any, doc: dict, depth: int = 6) -> Any:
-    """Local `#/...` references replaced by what they point to (cycles cut at `depth`), so a
-    tool's parameter schema stands on its own, as a client of the API sends it."""
+    """Local `#/...` references replaced by what they point to, so a tool's parameter schema
+    stands on its own, as a client of the API sends it. A reference to a schema it is already
+    inside (a recursive schema), one `depth` references deep, or one met after `REF_BUDGET`
+    nodes (documents whose schemas nest each other combinatorially) becomes `{"type":
+    "object"}`: never an endless or exponential expansion."""
+    return resolve_refs(value, doc, depth)
+
+
+def resolve_refs(value: Any, doc: dict, depth: int = 6, budget: int = REF_BUDGET) -> Any:
+    """`_deref` for other readers of the same document (entities of `components/schemas`)."""
+    return _resolve(value, doc, depth, (), [budget])
+
+
+def _resolve(value: Any, doc: dict, depth: int, inside: tuple, budget: list[int]) -> Any:
+    budget[0] -= 1
     if isinstance(value, list):
-        return [_deref(v, doc, depth) for v in value]
+        return [_resolve(v, doc, depth, inside, budget) for v in value]
     if not isinstance(value, dict):
         return value
     ref = value.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
-        if depth <= 0:
+        if depth <= 0 or ref in inside or budget[0] <= 0:
             return {"type": "object"}
         target: Any = doc
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
             target = target.get(part, {}) if isinstance(target, dict) else {}
         rest = {k: v for k, v in value.items() if k != "$ref"}
-        return _deref({**target, **rest} if isinstance(target, dict) else rest, doc, depth - 1)
-    return {k: _deref(v, doc, depth) for k, v in value.items()}
+        merged = {**target, **rest} if isinstance(target, dict) else rest
+        return _resolve(merged, doc, depth - 1, (*inside, ref), budget)
+    return {k: _resolve(v, doc, depth, inside, budget) for k, v in value.items()}
 
 
 def flat_object(schema: Any, doc: dict, depth: int = 4) -> Any:
