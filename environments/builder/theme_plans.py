@@ -533,7 +533,9 @@ class ToolReader:
         if not target.key and target.column(key_name) is None:
             spec = field_from_schema(key_name, schema, True)
             spec.ref = ""
-            target.key = target.add(spec).name
+            added = target.add(spec)
+            if added.type in ("integer", "string"):
+                target.key = added.name
 
     # -- binding parameters to columns --
     def bind(self, plan: ToolPlan, tool: dict) -> None:
@@ -832,8 +834,9 @@ def _common_prefix(names: list[str]) -> str:
 
 
 def choose_key(entity: EntitySpec) -> None:
-    """The key: a declared one, else id / <entity>_id / path / name ...; else a hidden id."""
-    if entity.key and entity.key in entity.fields:
+    """The key: a declared one, else id / <entity>_id / path / name ...; else a hidden id.
+    Only an integer or string field can be a key (a boolean or object one repeats itself)."""
+    if entity.key in entity.fields and entity.fields[entity.key].type in ("integer", "string"):
         return
     ent = snake(entity.name)
     candidates = [n for n, f in entity.fields.items() if f.type in ("integer", "string")]

@@ -76,6 +76,9 @@ def read_theme(theme: dict) -> ThemeModel:
     _prune(model)
     for entity in model.entities.values():
         choose_key(entity)
+        key = entity.fields[entity.key]
+        if key.ref and key.ref != entity.name:
+            key.ref = ""  # a key is the row's own identity: never drawn from another table
     return model
 
 

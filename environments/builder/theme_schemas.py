@@ -10,6 +10,7 @@ uses `re`, so a pattern only `regex` reads is dropped too.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 MAX_DEPTH = 24  # a schema nested deeper is cut (recursive documents dereferenced by depth)
@@ -19,7 +20,9 @@ def python_pattern(pattern: str) -> str | None:
     """The pattern as `re` reads it, or None when `re` cannot compile it."""
     for candidate in (pattern, re.sub(r"\(\?<(?![=!])", "(?P<", pattern)):
         try:
-            re.compile(candidate)
+            with warnings.catch_warnings():  # "possible nested set": ECMA reads it the same
+                warnings.simplefilter("ignore", FutureWarning)
+                re.compile(candidate)
         except (re.error, RecursionError, OverflowError):
             continue
         return candidate
