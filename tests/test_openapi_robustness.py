@@ -233,3 +233,31 @@ def test_importing_same_titled_apis_keeps_them_apart_and_marks_a_reimport(storag
         "version": "1.0.0",
         "key": "books.example.org:Book Shop/1.0.0",
     }
+
+
+# --- generated rows ----------------------------------------------------------------------------
+
+
+def test_generated_rows_keep_foreign_keys_whatever_the_reference_column_says(tmp_path):
+    from environments.builder.theme_data import build_theme_database
+    from environments.builder.theme_model import FieldSpec, ThemeModel
+    from environments.builder.theme_plans import choose_key
+
+    model = ThemeModel("tracker")
+    kind = model.entity("issue_type")
+    kind.add(FieldSpec("id", "integer"))
+    kind.add(FieldSpec("label", "string"))
+    kind.key = "id"
+    issue = model.entity("issue")
+    issue.add(FieldSpec("number", "integer"))
+    issue.add(FieldSpec("issue_type", "string", ref="issue_type", required=True))  # says text
+    issue.add(FieldSpec("locked", "boolean"))
+    issue.key = "locked"  # a document's "key" that repeats itself: never kept as the key
+    choose_key(issue)
+    assert issue.key != "locked"
+    db = build_theme_database(model, tmp_path / "tracker.sqlite", rows=8, seed="t")
+    conn = sqlite3.connect(db["db_path"])
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    types = conn.execute("SELECT DISTINCT typeof(issue_type) FROM issues").fetchall()
+    assert types == [("integer",)]  # the target key's type, so the link holds
+    assert conn.execute(f"SELECT COUNT(DISTINCT {issue.key}) FROM issues").fetchone()[0] == 8
