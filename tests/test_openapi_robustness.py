@@ -261,3 +261,12 @@ def test_generated_rows_keep_foreign_keys_whatever_the_reference_column_says(tmp
     types = conn.execute("SELECT DISTINCT typeof(issue_type) FROM issues").fetchall()
     assert types == [("integer",)]  # the target key's type, so the link holds
     assert conn.execute(f"SELECT COUNT(DISTINCT {issue.key}) FROM issues").fetchone()[0] == 8
+
+
+def test_a_document_without_a_title_is_named_by_its_directory_identity():
+    document = {**docs.OPENAPI_30, "servers": [{"url": "//api.ote-shop.test"}]}
+    document["info"] = {"title": "", "version": "1.0.0", "x-serviceName": "agreements"}
+    theme = parse_theme_document(document, "agreements.json")
+    assert theme["title"] == "agreements api.ote-shop.test"
+    assert theme["provenance"]["identity"]["key"] == "api.ote-shop.test:agreements/1.0.0"
+    assert theme["name"] == "agreements_api_ote_shop_test_1_0_0"

@@ -79,8 +79,12 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
             "'swagger: 2.0')"
         )
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    if not info.get("title"):
-        raise ThemeError(f"{source}: OpenAPI info.title is missing")
+    identity = openapi_identity(doc)
+    title = str(info.get("title") or "").strip()
+    if not title and (info.get("x-serviceName") or identity["provider"]):
+        title = " ".join(filter(None, (str(info.get("x-serviceName") or ""), identity["provider"])))
+    if not title:
+        raise ThemeError(f"{source}: OpenAPI info.title is missing (and no server names the API)")
     tools = []
     paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
     for path, item in paths.items():
@@ -93,10 +97,9 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
                 tools.append(_operation_tool(doc, str(path), method, op, item))
     if not tools:
         raise ThemeError(f"{source}: OpenAPI document has no operations")
-    identity = openapi_identity(doc)
     theme = _theme(
         identity["name"],
-        str(info["title"]),
+        title,
         str(info.get("description") or ""),
         "tool_doc",
         doc,
