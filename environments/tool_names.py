@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import re
 
+from mcp.shared.tool_name_validation import TOOL_NAME_REGEX
+
 MAX_LENGTH = 64
 # What OpenAI and MCP clients accept, with a letter first (the tool's code is `def <name>`).
 FUNCTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
-# MCP's own rule for tool names (SEP-986, `mcp.shared.tool_name_validation`): dots allowed.
-MCP_TOOL_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+# MCP's own rule for tool names (SEP-986), as the SDK checks it: dots allowed, no "/".
+MCP_TOOL_NAME = TOOL_NAME_REGEX
 
 
 def is_function_name(name: str) -> bool:
