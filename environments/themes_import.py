@@ -32,6 +32,7 @@ def existing_theme_dicts(limit: int = 2000) -> list[tuple[Theme, dict[str, Any]]
                 "name": row.name,
                 "description": row.description,
                 "tools": row.raw_spec.get("tools", []),
+                "provenance": row.provenance or {},
             },
         )
         for row in rows

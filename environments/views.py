@@ -390,7 +390,9 @@ def _tools(request, environment: Environment) -> dict[str, Any]:
 
     tools = list(Tool.objects.filter(environment=environment).prefetch_related("tests"))
     checks = environment_tool_checks(environment, tools)
+    originals = (environment.manifest or {}).get("original_names") or {}
     for tool in tools:
+        tool.original_name = originals.get(tool.name, "")  # a theme's name a client cannot call
         tool.schema_json = pretty_json(tool.schema, sort_keys=True)
         tool.verification_json = (
             pretty_json(tool.verification, sort_keys=True) if tool.verification else ""

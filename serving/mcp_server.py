@@ -42,6 +42,7 @@ from starlette.applications import Starlette
 
 from environments.package import EnvironmentPackage, load_package
 from environments.runtime import Episode, SandboxPool, ToolCallResult
+from environments.tool_names import mcp_names
 from serving.episode_scoring import TaskRun
 from tasks.answer_contract import SUBMIT_ANSWER, task_contract
 from tasks.synthesis.task_spec import as_task
@@ -174,9 +175,14 @@ def build_server(package: EnvironmentPackage, workers: int = 1, task: Any = None
         task = run.task
         schemas = run.tools(package.tools)
         instructions = task_instructions(task)
+    listed = mcp_names(
+        [tool["function"]["name"] for tool in schemas],
+        package.manifest.get("original_names") or {},
+    )  # a theme's own operation name where MCP allows it (`apps.list`)
+    called = {shown: name for name, shown in listed.items()}
     tools = [
         types.Tool(
-            name=tool["function"]["name"],
+            name=listed[tool["function"]["name"]],
             description=tool["function"].get("description"),
             input_schema=tool["function"]["parameters"],
         )
@@ -205,7 +211,10 @@ def build_server(package: EnvironmentPackage, workers: int = 1, task: Any = None
         if task is not None and params.name == SUBMIT_ANSWER:
             return await submit_answer(ctx, episodes, params.arguments or {})
         result = await anyio.to_thread.run_sync(
-            episodes.call_tool, session_key(ctx), params.name, params.arguments or {}
+            episodes.call_tool,
+            session_key(ctx),
+            called.get(params.name, params.name),
+            params.arguments or {},
         )
         if result.ok:
             text = json.dumps(result.result, ensure_ascii=False)

@@ -68,8 +68,10 @@ def test_function_schemas_and_prd():
 def test_malformed_specs_say_what_is_wrong():
     with pytest.raises(ThemeError, match="non-empty 'tools'"):
         parse_mcp_spec({"tools": []}, "empty.json")
-    with pytest.raises(ThemeError, match="not an OpenAPI 3"):
-        parse_openapi({"swagger": "2.0"}, "old.json")
+    with pytest.raises(ThemeError, match="not an OpenAPI 3 or Swagger 2.0"):
+        parse_openapi({"swagger": "1.2"}, "old.json")
+    with pytest.raises(ThemeError, match="info.title is missing"):
+        parse_openapi({"swagger": "2.0"}, "untitled.json")
 
 
 def test_bulk_import_reports_bad_items_and_keeps_the_rest(tmp_path):

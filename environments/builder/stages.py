@@ -12,6 +12,7 @@ Stages hand each other typed results; tools stay a `ToolSet` until the package i
 
 from __future__ import annotations
 
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -106,6 +107,10 @@ class OriginStages(ABC):
         """Keys the origin keeps on the yield after every stage (a theme's funnel, LLM notes)."""
         return {}
 
+    def label(self) -> str:
+        """What is being built, as a failure names it ("the theme 'Petstore' (petstore.json)")."""
+        return f"the environment {self.spec.name!r}"
+
 
 # --- the runner ------------------------------------------------------------------------------
 
@@ -118,10 +123,12 @@ class StageRunner:
         progress: Progress = quiet,
         on_stage: StageCallback | None = None,
         summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        label: str = "the build",
     ):
         self.progress = progress
         self.on_stage = on_stage
         self.summary = summary
+        self.label = label
         self.build_yield: dict[str, Any] = {}
 
     def span(self, stage: str) -> Progress:
@@ -141,7 +148,7 @@ class StageRunner:
                 self.record(stage, refused.facts)
             raise self.failed(stage, refused.reason) from None
         except Exception as exc:
-            raise self.failed(stage, f"{type(exc).__name__}: {exc}") from exc
+            raise self.failed(stage, unexpected_failure(stage, self.label, exc)) from exc
 
     def record(self, stage: str, facts: dict[str, Any]) -> None:
         """Keep what survived the stage and tell the caller (the job updates its draft row)."""
@@ -167,7 +174,7 @@ def run_stages(
 ) -> BuildOutcome:
     """The five stages for one origin. Raises BuildFailed naming the stage that failed;
     `on_stage(stage, build_yield)` is called after each stage with the yield so far."""
-    runner = StageRunner(progress, on_stage, origin.summary)
+    runner = StageRunner(progress, on_stage, origin.summary, origin.label())
     spec = origin.spec
 
     ingested = runner.run("ingest", origin.ingest)
@@ -226,6 +233,22 @@ def run_stages(
         verified.explanation,
         schema.category.as_dict(),
         runner.build_yield,
+    )
+
+
+def unexpected_failure(stage: str, label: str, exc: BaseException) -> str:
+    """An exception no stage expected, in words: what was built, where it stopped, the error
+    and the line of the project's code that raised it (never a bare `KeyError: 'id'`)."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "site-packages" not in f.filename
+    ]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    detail = str(exc) or "no message"
+    if isinstance(exc, KeyError) and exc.args:
+        detail = f"no entry {exc.args[0]!r} where one was expected"
+    return (
+        f"{type(exc).__name__}: {detail} (an unexpected error in the {stage} stage of "
+        f"{label}{where}; nothing was published)"
     )
 
 

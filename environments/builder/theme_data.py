@@ -152,10 +152,12 @@ class Generator:
                 else (1 if "quant" in name or "count" in name else 0)
             )
             high = int(spec.maximum) if spec.maximum is not None else max(low + 10, 100)
+            high = max(low, min(high, low + 10**6))  # near the bound, never past int64
             return rng.randint(low, high)
         if kind == "number":
             low = float(spec.minimum) if spec.minimum is not None else 1.0
             high = float(spec.maximum) if spec.maximum is not None else 500.0
+            high = max(low, min(high, low + 10**6))
             return round(rng.uniform(low, high), 2)
         if kind == "boolean":
             return index % 2 == 0
@@ -248,7 +250,13 @@ class Generator:
 def _ddl(entity: EntitySpec, model: ThemeModel) -> str:
     parts, fks = [], []
     for name, spec in entity.fields.items():
-        column = f'"{name}" {spec.sql_type}'
+        sql_type = spec.sql_type
+        if spec.ref and spec.ref in model.entities:  # a reference has its target key's type
+            target = model.entities[spec.ref]
+            sql_type = (
+                target.fields[target.key].sql_type if target.key in target.fields else sql_type
+            )
+        column = f'"{name}" {sql_type}'
         if name == entity.key:
             column += " PRIMARY KEY" if spec.sql_type == "INTEGER" else " PRIMARY KEY NOT NULL"
         parts.append(column)
@@ -334,9 +342,7 @@ def build_theme_database(
                         }
                     )
             store_provenance(conn, provenance)
-        problems = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if problems:
-            raise ValueError(f"generated rows break foreign keys: {problems[:3]}")
+        _drop_dangling_references(conn)
     finally:
         conn.close()
     return {
@@ -351,6 +357,24 @@ def build_theme_database(
         ),
         "matched": matched,
     }
+
+
+def _drop_dangling_references(conn: sqlite3.Connection) -> None:
+    """A reference no row answers becomes NULL (an optional link left out), so the database
+    always keeps its own foreign keys; a key that is itself a dangling reference cannot be
+    emptied, and the build says which table and column."""
+    problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+    with conn:
+        for table, rowid, parent, fk_id in problems:
+            links = {row[0]: row[3] for row in conn.execute(f'PRAGMA foreign_key_list("{table}")')}
+            column = links.get(fk_id)
+            try:
+                conn.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE rowid = ?', (rowid,))
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(
+                    f"the generated rows of {table} cannot refer to {parent}: column {column} "
+                    f"is both the key and a reference ({exc})"
+                ) from exc
 
 
 def _fill(
@@ -380,13 +404,16 @@ def _fill(
                 )
             row[name] = value
         key = row[entity.key]
-        if key is None or key in seen_keys:
+        if key is None or _store(key, key_spec) in seen_keys:
             if key_spec.type == "integer":
                 key = max([k for k in seen_keys if isinstance(k, int)], default=0) + 1
             else:
-                key = f"{key or entity.name}-{index + 1}"
+                base, suffix = f"{key or entity.name}", index + 1
+                while f"{base}-{suffix}" in seen_keys:
+                    suffix += count
+                key = f"{base}-{suffix}"
             row[entity.key] = key
-        seen_keys.add(key)
+        seen_keys.add(_store(key, key_spec))
         written.append(row)
         columns = ", ".join(f'"{n}"' for n in row)
         marks = ", ".join("?" for _ in row)
@@ -422,6 +449,8 @@ def _coerce(value: Any, spec: FieldSpec) -> Any:
 def _store(value: Any, spec: FieldSpec) -> Any:
     if spec.type in ("array", "object") and value is not None:
         return json.dumps(value, sort_keys=True)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return str(value)  # an SQLite INTEGER holds int64; a larger enum value stays text
     if spec.type == "boolean" and value is not None:
         return 1 if value else 0
     return value

@@ -103,11 +103,21 @@ class EntitySpec:
         return plural(self.name)
 
     def add(self, spec: FieldSpec) -> FieldSpec:
-        if spec.name in self.fields:
-            self.fields[spec.name].merge(spec)
-        else:
-            self.fields[spec.name] = spec
-        return self.fields[spec.name]
+        """The field, merged into one already there under the same name in any case (SQLite
+        column names ignore case: a path `name` and a body `Name` are one column)."""
+        existing = self.column(spec.name)
+        if existing is not None:
+            existing.merge(spec)
+            return existing
+        self.fields[spec.name] = spec
+        return spec
+
+    def column(self, name: str) -> FieldSpec | None:
+        """The field a name means: the same spelling, else the same name in another case."""
+        if name in self.fields:
+            return self.fields[name]
+        lowered = str(name).lower()
+        return next((f for n, f in self.fields.items() if n.lower() == lowered), None)
 
     def state_field(self) -> FieldSpec | None:
         for spec in self.fields.values():
@@ -139,8 +149,8 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
         enum=[v for v in schema.get("enum", []) if v is not None] if "enum" in schema else [],
         description=str(schema.get("description", ""))[:300],
         required=required,
-        minimum=schema.get("minimum"),
-        maximum=schema.get("maximum"),
+        minimum=_bound(schema.get("minimum")),
+        maximum=_bound(schema.get("maximum")),
     )
     if spec.type == "string" and fmt in ("date", "date-time"):
         spec.type = "date" if fmt == "date" else "datetime"
@@ -156,6 +166,18 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
     if spec.type == "number" and fmt in ("int32", "int64"):
         spec.type = "integer"
     return spec
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what an SQLite INTEGER holds
+
+
+def _bound(value: Any) -> float | None:
+    """A minimum/maximum as a finite number within SQLite's int64 (1e30 -> int64 max)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value:  # NaN
+        return None
+    return max(INT64_MIN, min(INT64_MAX, value))
 
 
 def plain_type(schema: dict) -> dict:
@@ -189,6 +211,7 @@ class ToolPlan:
     rejected: str = ""
     notes: list[str] = field(default_factory=list)
     derived_parameters: bool = False  # PRD features: parameters derived from the entity
+    original_name: str = ""  # the name the theme gives it, when not a callable function name
 
     def reject(self, reason: str) -> ToolPlan:
         self.rejected = reason

@@ -8,8 +8,9 @@ output schemas.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from environments.discovery.themes import flat_object, resolve_refs
 
 from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
 
@@ -18,6 +19,7 @@ def openapi_entities(model: ThemeModel, doc: dict) -> None:
     """Every object schema of `components/schemas` with properties as an entity."""
     schemas = ((doc.get("components") or {}).get("schemas")) or {}
     for name, schema in schemas.items():
+        schema = flat_object(schema, doc)
         resolved = deref(schema, doc)
         if not isinstance(resolved, dict) or resolved.get("type", "object") != "object":
             continue
@@ -49,23 +51,8 @@ def _ref_name(schema: Any) -> str:
 
 
 def deref(schema: Any, doc: dict | None, depth: int = 8) -> Any:
-    """A schema with local `#/...` references replaced by their targets (cycles cut at depth)."""
+    """A schema with local `#/...` references replaced by their targets (recursion and
+    combinatorial nesting cut: `themes.resolve_refs`)."""
     if doc is None:
         return schema
-    if isinstance(schema, list):
-        return [deref(item, doc, depth) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/"):
-        if depth <= 0:
-            return {"type": "object"}
-        target: Any = doc
-        for part in schema["$ref"][2:].split("/"):
-            target = (
-                target.get(part.replace("~1", "/").replace("~0", "~"), {})
-                if isinstance(target, dict)
-                else {}
-            )
-        merged = {**copy.deepcopy(target), **{k: v for k, v in schema.items() if k != "$ref"}}
-        return deref(merged, doc, depth - 1)
-    return {k: deref(v, doc, depth) for k, v in schema.items()}
+    return resolve_refs(schema, doc, depth)

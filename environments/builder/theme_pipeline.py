@@ -41,7 +41,7 @@ from .stages import (
     tool_kinds,
 )
 from .theme_data import build_theme_database, builtin_matches, candidate_tables
-from .theme_model import ThemeModel
+from .theme_model import ThemeModel, ToolPlan
 from .theme_reading import read_theme
 from .theme_tools import implement_theme_tools
 
@@ -124,9 +124,7 @@ class ThemeStages(OriginStages):
         theme, spec = self.theme, self.spec
         progress(0.05, f"reading the theme {theme_label(theme)}")
         model = self.model = read_theme(theme)
-        self.rejected = [
-            {"name": p.name, "reason": p.rejected, "stage": "theme"} for p in model.rejected
-        ]
+        self.rejected = [rejected_entry(p) for p in model.rejected]
         theme_facts = {
             "theme": theme.get("name", ""),
             "source_kind": theme.get("source_kind", ""),
@@ -158,6 +156,13 @@ class ThemeStages(OriginStages):
         }
         return IngestResult(Path(db["db_path"]), db["provenance"], facts)
 
+    def label(self) -> str:
+        source = Path(str((self.theme.get("provenance") or {}).get("source") or "")).name
+        kind = self.theme.get("source_kind", "")
+        return f"the theme {theme_label(self.theme)!r}" + (
+            f" ({kind} {source})" if source else f" ({kind})"
+        )
+
     def schema_facts(self, ingested: IngestResult) -> dict[str, Any]:
         assert self.model is not None
         return {"entities": {e.table: e.origins[:3] for e in self.model.entities.values()}}
@@ -168,6 +173,8 @@ class ThemeStages(OriginStages):
         assert model is not None
         progress(0.1, "implementing the theme's tools")
         offline = implement_theme_tools(model, ingested.db_path)
+        listed = {r["name"] for r in self.rejected}  # and those that fell writing their code
+        self.rejected += [rejected_entry(p) for p in model.rejected if p.name not in listed]
         designed = None
         if self.llm is not None:
             progress(0.5, "asking the LLM to design the theme's tools")
@@ -221,6 +228,7 @@ class ThemeStages(OriginStages):
         verified_names = set(report["verified_tools"])
         rejected = [r for r in rejected if r["name"] not in verified_names or r["stage"] == "llm"]
         report["rejected_tools"] = rejected
+        report["tool_notes"] = {p.name: p.notes for p in self.model.plans if p.notes}
         report["theme"] = {
             "name": self.theme.get("name", ""),
             "source_kind": self.theme.get("source_kind", ""),
@@ -246,6 +254,16 @@ class ThemeStages(OriginStages):
                 "provenance": self.theme.get("provenance", {}),
             },
             "tool_origins": {n: origins[n] for n in kept.names() if n in verified_tools},
+            "original_names": {
+                p.name: p.original_name
+                for p in (self.model.plans if self.model else [])
+                if p.original_name and p.name in verified_tools
+            },
+            "tool_notes": {
+                name: notes
+                for name, notes in verified.report.get("tool_notes", {}).items()
+                if name in verified_tools
+            },
             "rejected_tools": verified.rejected_tools or [],
         }
 
@@ -255,6 +273,14 @@ class ThemeStages(OriginStages):
         if self.notes["llm"]:
             kept["llm"] = dict(self.notes["llm"])
         return kept
+
+
+def rejected_entry(plan: ToolPlan) -> dict[str, str]:
+    """A theme tool that fell, as the yield and the report list it."""
+    entry = {"name": plan.name, "reason": plan.rejected, "stage": "theme"}
+    if plan.original_name:
+        entry["original_name"] = plan.original_name
+    return entry
 
 
 def run_theme_pipeline(

@@ -130,11 +130,13 @@ class ToolReader:
         if not tokens:
             return "", []
         for index, token in enumerate(tokens[:2]):
+            # `folders.list`, `repos/create`: the noun before the verb when none follows it
+            noun = tokens[index + 1 :] or tokens[:index]
             for op, verbs in VERBS.items():
                 if token in verbs:
-                    return op, tokens[index + 1 :]
+                    return op, noun
             if token in TRANSITIONS:
-                return "transition:" + token, tokens[index + 1 :]
+                return "transition:" + token, noun
         return "", tokens
 
     def description_verb(self, tool: dict) -> str:
@@ -178,6 +180,8 @@ class ToolReader:
             description=tool.get("description", "") or "",
             parameters=params if not derived else {"type": "object", "properties": {}},
             derived_parameters=derived,
+            original_name=str(tool.get("original_name") or ""),
+            notes=[str(n) for n in tool.get("notes") or []],
         )
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", plan.name):
             return plan.reject(
@@ -219,7 +223,7 @@ class ToolReader:
                 "semantics cannot be read from the spec: no operation verb in the name "
                 f"{plan.name!r} or the description"
             )
-        if verb in ("get", "list") and not entity and not noun:
+        if not entity and not noun:  # `folders.create` under a shared `folders_` prefix
             entity = self.description_entity(tool)
         if verb == "get" and self.plural_noun(noun, tool):
             verb = "list"
@@ -526,11 +530,12 @@ class ToolReader:
         if f"referenced by {param}" not in target.origins:
             target.origins.append(f"referenced by {param}")
         key_name = param if words(param)[-1] not in ("id",) else "id"
-        if not target.key and key_name not in target.fields:
+        if not target.key and target.column(key_name) is None:
             spec = field_from_schema(key_name, schema, True)
             spec.ref = ""
-            target.add(spec)
-            target.key = key_name
+            added = target.add(spec)
+            if added.type in ("integer", "string"):
+                target.key = added.name
 
     # -- binding parameters to columns --
     def bind(self, plan: ToolPlan, tool: dict) -> None:
@@ -829,8 +834,9 @@ def _common_prefix(names: list[str]) -> str:
 
 
 def choose_key(entity: EntitySpec) -> None:
-    """The key: a declared one, else id / <entity>_id / path / name ...; else a hidden id."""
-    if entity.key and entity.key in entity.fields:
+    """The key: a declared one, else id / <entity>_id / path / name ...; else a hidden id.
+    Only an integer or string field can be a key (a boolean or object one repeats itself)."""
+    if entity.key in entity.fields and entity.fields[entity.key].type in ("integer", "string"):
         return
     ent = snake(entity.name)
     candidates = [n for n, f in entity.fields.items() if f.type in ("integer", "string")]
@@ -843,5 +849,6 @@ def choose_key(entity: EntitySpec) -> None:
             if name.lower() == wanted and not entity.fields[name].ref:
                 entity.key = name
                 return
-    entity.key = "id"
-    entity.fields = {"id": FieldSpec("id", "integer", hidden=True), **entity.fields}
+    surrogate = next(n for n in ("id", "row_id", "_row_id", "_aw_row_id") if not entity.column(n))
+    entity.key = surrogate
+    entity.fields = {surrogate: FieldSpec(surrogate, "integer", hidden=True), **entity.fields}

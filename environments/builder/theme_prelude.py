@@ -313,7 +313,21 @@ def _th_shape(db, spec, plan, rows, single):
     return result
 
 
+def _th_int64(params):
+    """An integer argument SQLite cannot hold is refused in words, before any row is read."""
+    for name, value in params.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, int) and not isinstance(item, bool):
+                if not -(2**63) <= item < 2**63:
+                    raise ValueError(
+                        f"argument {name!r} is {item}, an integer too large for this "
+                        "environment: integers are stored in 64 bits (-2^63 to 2^63-1)"
+                    )
+
+
 def _th_call(db, plan, params):
+    _th_int64(params)
     spec = _th_spec(plan["table"])
     by_role = _th_args(plan, dict(params))
     op = plan["op"]

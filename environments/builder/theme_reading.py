@@ -8,14 +8,38 @@ tool (`theme_plans`), then drops entities no plan uses and gives every entity a 
 
 from __future__ import annotations
 
+from environments.tool_names import function_names, renamed_note
+
 from .theme_model import ThemeModel
 from .theme_openapi import openapi_entities
 from .theme_plans import ToolReader, choose_key
 from .theme_prd import prd_entities
+from .theme_schemas import checkable_schema
 
 
 def theme_tools(theme: dict) -> list[dict]:
-    """The theme's tools as {name, description, parameters, annotations, outputSchema, http}."""
+    """The theme's tools as {name, description, parameters, annotations, outputSchema, http},
+    each named as a client can call it (`tool_names`); a renamed tool keeps `original_name`
+    and its description says the original."""
+    tools = _listed_tools(theme)
+    names = function_names([str(t.get("name", "")) for t in tools])
+    for tool, name in zip(tools, names, strict=True):
+        original = str(tool.get("name", ""))
+        if name != original:
+            tool["original_name"] = original
+            note = renamed_note(original)
+            tool["description"] = f"{tool.get('description') or ''} {note}".strip()
+            tool["name"] = name
+        if isinstance(tool.get("parameters"), dict):
+            notes: list[str] = []
+            tool["parameters"] = checkable_schema(tool["parameters"], notes)
+            if notes:
+                tool["notes"] = notes
+                tool["description"] = f"{tool.get('description') or ''} (Note: {'; '.join(notes)}.)"
+    return tools
+
+
+def _listed_tools(theme: dict) -> list[dict]:
     raw = theme.get("raw_spec")
     kind = theme.get("source_kind", "")
     if kind == "mcp_spec" and isinstance(raw, dict):
@@ -52,6 +76,9 @@ def read_theme(theme: dict) -> ThemeModel:
     _prune(model)
     for entity in model.entities.values():
         choose_key(entity)
+        key = entity.fields[entity.key]
+        if key.ref and key.ref != entity.name:
+            key.ref = ""  # a key is the row's own identity: never drawn from another table
     return model
 
 

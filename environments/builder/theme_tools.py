@@ -97,11 +97,17 @@ def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
                 plan.reject(f"{plan.name!r} holds '__', which tool test names reserve")
                 continue
             const = f"_TH_PLAN_{index}"
-            runtime = runtime_plan(plan, model)
             try:
+                runtime = runtime_plan(plan, model)
                 tests = _Tests(conn, model, specs, plan, runtime).build()
             except _Untestable as exc:
                 plan.reject(f"cannot be verified: {exc}")
+                continue
+            except Exception as exc:  # noqa: BLE001 - one tool falls, with its reason
+                plan.reject(
+                    f"could not be implemented: writing its tests over the {plan.entity} rows "
+                    f"failed ({type(exc).__name__}: {exc})"
+                )
                 continue
             constants.append(f"{const} = {runtime!r}")
             function = python_name(plan.name)

@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from .swagger import is_swagger, swagger_to_openapi
 
 SOURCE_KINDS = ("mcp_spec", "tool_doc", "prd", "manual")
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -66,83 +69,190 @@ def parse_mcp_spec(doc: Any, source: str = "mcp") -> dict:
 
 
 def parse_openapi(doc: Any, source: str = "openapi") -> dict:
-    """An OpenAPI 3 document -> theme with one tool per operation."""
+    """An OpenAPI 3 (or Swagger 2.0) document -> theme with one tool per operation, named by
+    the API's identity (provider, service, version), not its title alone."""
+    if is_swagger(doc):
+        doc = swagger_to_openapi(doc)
     if not isinstance(doc, dict) or not str(doc.get("openapi", "")).startswith("3"):
-        raise ThemeError(f"{source}: not an OpenAPI 3 document (no 'openapi: 3.x')")
-    info = doc.get("info") or {}
-    if not info.get("title"):
-        raise ThemeError(f"{source}: OpenAPI info.title is missing")
+        raise ThemeError(
+            f"{source}: not an OpenAPI 3 or Swagger 2.0 document (no 'openapi: 3.x' or "
+            "'swagger: 2.0')"
+        )
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    identity = openapi_identity(doc)
+    title = str(info.get("title") or "").strip()
+    if not title and (info.get("x-serviceName") or identity["provider"]):
+        title = " ".join(filter(None, (str(info.get("x-serviceName") or ""), identity["provider"])))
+    if not title:
+        raise ThemeError(f"{source}: OpenAPI info.title is missing (and no server names the API)")
     tools = []
-    for path, item in (doc.get("paths") or {}).items():
+    paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
+    for path, item in paths.items():
         item = _deref(item or {}, doc)
+        if not isinstance(item, dict):
+            continue
         for method in _HTTP_METHODS:
             op = item.get(method)
-            if not isinstance(op, dict):
-                continue
-            props, required = {}, []
-            for param in _deref(op.get("parameters", []) + item.get("parameters", []), doc):
-                if (
-                    not isinstance(param, dict)
-                    or not param.get("name")
-                    or param.get("in") == "cookie"
-                ):
-                    continue
-                props[param["name"]] = dict(param.get("schema") or {"type": "string"})
-                if param.get("description"):
-                    props[param["name"]]["description"] = param["description"]
-                if param.get("required") and param["name"] not in required:
-                    required.append(param["name"])
-            http = {"method": method.upper(), "path": path}
-            body = _deref(op.get("requestBody") or {}, doc)
-            content = body.get("content") or {}
-            media = next((m for m in _BODY_MEDIA if m in content), next(iter(content), ""))
-            if media:
-                http["body"] = media
-                schema = (content[media] or {}).get("schema") or {}
-                if schema.get("type", "object") == "object" and schema.get("properties"):
-                    props.update(schema["properties"])
-                    required += [r for r in schema.get("required") or [] if r not in required]
-                elif schema:
-                    props["body"] = schema
-                    if body.get("required"):
-                        required.append("body")
-            name = op.get("operationId") or slug(f"{method}_{path}")
-            tools.append(
-                {
-                    "name": name,
-                    "description": op.get("summary") or op.get("description") or f"{method} {path}",
-                    "parameters": {"type": "object", "properties": props, "required": required},
-                    "http": http,
-                }
-            )
+            if isinstance(op, dict):
+                tools.append(_operation_tool(doc, str(path), method, op, item))
     if not tools:
         raise ThemeError(f"{source}: OpenAPI document has no operations")
-    return _theme(
-        info["title"], info["title"], info.get("description", ""), "tool_doc", doc, source, tools
+    theme = _theme(
+        identity["name"],
+        title,
+        str(info.get("description") or ""),
+        "tool_doc",
+        doc,
+        source,
+        tools,
     )
+    theme["provenance"]["identity"] = {k: v for k, v in identity.items() if k != "name"}
+    if doc.get("x-converted-from"):
+        theme["provenance"]["converted_from"] = doc["x-converted-from"]
+    return theme
+
+
+def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> dict:
+    """One operation as a tool: path, query and header parameters plus the body's fields."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    listed = [p for p in (op.get("parameters"), item.get("parameters")) if isinstance(p, list)]
+    for param in _deref([p for group in listed for p in group], doc):
+        if not isinstance(param, dict) or not param.get("name") or param.get("in") == "cookie":
+            continue
+        name = str(param["name"])
+        if name in props:  # an operation's own parameter overrides the path item's
+            continue
+        schema = param.get("schema")
+        props[name] = dict(schema) if isinstance(schema, dict) else {"type": "string"}
+        if param.get("description"):
+            props[name]["description"] = param["description"]
+        if param.get("required") and name not in required:
+            required.append(name)
+    http = {"method": method.upper(), "path": path}
+    body = _deref(op.get("requestBody") or {}, doc)
+    content = body.get("content") if isinstance(body, dict) else None
+    content = content if isinstance(content, dict) else {}
+    media = next((m for m in _BODY_MEDIA if m in content), next(iter(content), ""))
+    if media:
+        http["body"] = media
+        schema = (content[media] or {}).get("schema") if isinstance(content[media], dict) else {}
+        schema = flat_object(schema, doc) if isinstance(schema, dict) else {}
+        if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
+            props.update(schema["properties"])
+            required += [r for r in schema.get("required") or [] if r not in required]
+        elif schema:
+            props["body"] = schema
+            if body.get("required"):
+                required.append("body")
+    return {
+        "name": str(op.get("operationId") or slug(f"{method}_{path}")),
+        "description": str(op.get("summary") or op.get("description") or f"{method} {path}"),
+        "parameters": {
+            "type": "object",
+            "properties": props,
+            "required": [r for r in required if r in props],
+        },
+        "http": http,
+    }
+
+
+def openapi_identity(doc: dict) -> dict[str, str]:
+    """Who serves the API, which service it is and which version: {provider, service, version,
+    key, name}. Two documents with the same title from different hosts differ here; the same
+    document read twice does not (its builds become versions of one environment)."""
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    servers = doc.get("servers") if isinstance(doc.get("servers"), list) else []
+    url = str((servers[0] or {}).get("url", "")) if servers and isinstance(servers[0], dict) else ""
+    host = urlsplit(url).hostname or ""
+    provider = str(info.get("x-providerName") or doc.get("x-providerName") or host or "")
+    service = str(info.get("x-serviceName") or doc.get("x-serviceName") or "")
+    if not service:
+        segment = urlsplit(url).path.strip("/").split("/")[0] if url else ""
+        service = info.get("title") or segment or "api"
+    version = str(info.get("version") or "")
+    key = f"{provider}:{service}/{version}" if provider else f"{service}/{version}"
+    words = re.sub(
+        r"[^a-z0-9]+", "_", f"{service} {provider.removeprefix('www.')} {version}".lower()
+    )
+    name = words.strip("_") or "api"
+    if len(name) > 60:  # cut with a hash of the whole key, so two long keys stay apart
+        name = f"{name[:53].rstrip('_')}_{hashlib.sha1(key.encode()).hexdigest()[:6]}"
+    return {"provider": provider, "service": str(service), "version": version, "key": key,
+            "name": name}  # fmt: skip
 
 
 _BODY_MEDIA = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
 
 
+REF_BUDGET = 5000  # schema nodes one dereference may write before references stay cut
+
+
 def _deref(value: Any, doc: dict, depth: int = 6) -> Any:
-    """Local `#/...` references replaced by what they point to (cycles cut at `depth`), so a
-    tool's parameter schema stands on its own, as a client of the API sends it."""
+    """Local `#/...` references replaced by what they point to, so a tool's parameter schema
+    stands on its own, as a client of the API sends it. A reference to a schema it is already
+    inside (a recursive schema), one `depth` references deep, or one met after `REF_BUDGET`
+    nodes (documents whose schemas nest each other combinatorially) becomes `{"type":
+    "object"}`: never an endless or exponential expansion."""
+    return resolve_refs(value, doc, depth)
+
+
+def resolve_refs(value: Any, doc: dict, depth: int = 6, budget: int = REF_BUDGET) -> Any:
+    """`_deref` for other readers of the same document (entities of `components/schemas`)."""
+    return _resolve(value, doc, depth, (), [budget])
+
+
+def _resolve(value: Any, doc: dict, depth: int, inside: tuple, budget: list[int]) -> Any:
+    budget[0] -= 1
     if isinstance(value, list):
-        return [_deref(v, doc, depth) for v in value]
+        return [_resolve(v, doc, depth, inside, budget) for v in value]
     if not isinstance(value, dict):
         return value
     ref = value.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
-        if depth <= 0:
+        if depth <= 0 or ref in inside or budget[0] <= 0:
             return {"type": "object"}
         target: Any = doc
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
             target = target.get(part, {}) if isinstance(target, dict) else {}
         rest = {k: v for k, v in value.items() if k != "$ref"}
-        return _deref({**target, **rest} if isinstance(target, dict) else rest, doc, depth - 1)
-    return {k: _deref(v, doc, depth) for k, v in value.items()}
+        merged = {**target, **rest} if isinstance(target, dict) else rest
+        return _resolve(merged, doc, depth - 1, (*inside, ref), budget)
+    return {k: _resolve(v, doc, depth, inside, budget) for k, v in value.items()}
+
+
+def flat_object(schema: Any, doc: dict, depth: int = 4) -> Any:
+    """An `allOf` (or an `anyOf`/`oneOf` of objects) as one object schema: the parts' properties
+    together, `required` from `allOf` parts only (a one-of part is not always there)."""
+    schema = _deref(schema, doc)
+    if not isinstance(schema, dict) or depth <= 0:
+        return schema
+    combined = [
+        (k, schema[k]) for k in ("allOf", "anyOf", "oneOf") if isinstance(schema.get(k), list)
+    ]
+    if not combined:
+        return schema
+    out = {k: v for k, v in schema.items() if k not in ("allOf", "anyOf", "oneOf")}
+    properties = dict(out.get("properties") or {})
+    required = list(out.get("required") or [])
+    objects = 0
+    for combiner, parts in combined:
+        for part in parts:
+            part = flat_object(part, doc, depth - 1)
+            if not isinstance(part, dict) or not isinstance(part.get("properties"), dict):
+                continue
+            objects += 1
+            for name, sub in part["properties"].items():
+                properties.setdefault(name, sub)
+            if combiner == "allOf":
+                required += [r for r in part.get("required") or [] if r not in required]
+    if not objects:
+        return schema
+    out.update({"type": "object", "properties": properties})
+    if required:
+        out["required"] = required
+    return out
 
 
 def parse_function_schemas(doc: Any, source: str = "tools") -> dict:
@@ -225,7 +335,7 @@ def parse_theme_document(doc: Any, source: str) -> dict:
     if isinstance(doc, str):
         return parse_prd(doc, source)
     if isinstance(doc, dict):
-        if "openapi" in doc:
+        if "openapi" in doc or is_swagger(doc):
             return parse_openapi(doc, source)
         if "result" in doc or (isinstance(doc.get("tools"), list) and _looks_mcp(doc["tools"])):
             return parse_mcp_spec(doc, source)
@@ -356,13 +466,22 @@ def theme_text(theme: dict) -> str:
     return f"{theme.get('title', '')} {theme.get('description', '')} {tool_text}"
 
 
+def identity_key(theme: dict) -> str:
+    """ "provider:service/version" of an API theme (OpenAPI), else ""."""
+    identity = (theme.get("provenance") or {}).get("identity") or {}
+    return str(identity.get("key") or "") if isinstance(identity, dict) else ""
+
+
 def find_near_duplicates(themes: list[dict], threshold: float = 0.7) -> list[dict]:
     """Pairs of themes that are the same thing: equal normalized names or similar text."""
     signatures = [minhash(tokens(theme_text(t))) for t in themes]
     names = [normalized_name(t) for t in themes]
+    keys = [identity_key(t) for t in themes]
     pairs = []
     for i in range(len(themes)):
         for j in range(i + 1, len(themes)):
+            if keys[i] and keys[j] and keys[i] != keys[j]:
+                continue  # two APIs that say who serves them and differ: never one theme
             if names[i] and names[i] == names[j]:
                 pairs.append({"a": i, "b": j, "score": 1.0, "reason": "same normalized name"})
                 continue

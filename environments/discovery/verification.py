@@ -206,7 +206,7 @@ def verify_tools(
     progress(0.9, "scoring")
     _score(verdicts, results_a, "schema", schema_ok, "x_llm")
     _score(verdicts, results_b, "llm", llm_ok, "x_schema")
-    kept = ToolSet(prelude=schema_tools.prelude, imports=[])
+    kept = ToolSet(prelude=schema_tools.prelude, imports=list(schema_tools.imports))
     for tool in schema_ok.names():
         _decide(verdicts[(tool, "schema")], threshold, cross_required=False)
     for tool in llm_ok.names():

@@ -1,0 +1,272 @@
+"""Theme builds from real-world OpenAPI shapes never crash and name every tool validly.
+
+The documents (tests/support/openapi_documents.py) are small and written for these tests: the
+same API as Swagger 2.0, OpenAPI 3.0 and 3.1; one holding every trap real documents set
+(operationIds with `/` and `.`, a path `name` meeting a body `Name`, a recursive schema, an
+ECMA-only pattern, an entity without an id, int64-breaking bounds, `allOf` and shared
+`$ref`s); and two APIs titled alike but served from different hosts.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from environments.builder.request import BuildRequest
+from environments.builder.stages import BuildFailed
+from environments.builder.theme_pipeline import run_theme_pipeline
+from environments.discovery.themes import parse_theme_document
+from environments.models import Environment
+from environments.themes_import import store_theme
+from environments.tool_names import function_name, function_names
+from tests.support import openapi_documents as docs
+
+CALLABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@pytest.fixture
+def storage(settings, tmp_path):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    return settings.STORAGE_ROOT
+
+
+def build(document: dict, source: str, **options) -> Environment:
+    theme = store_theme(parse_theme_document(document, source))
+    call_command("build_environment", theme=theme.pk, stdout=StringIO(), **options)
+    return Environment.objects.filter(theme=theme).latest("pk")
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+def test_every_name_becomes_a_callable_unique_name_deterministically():
+    originals = [
+        "repos/get-content",
+        "apps.list",
+        "repos_get_content",  # valid: keeps its name; the slashed one gives way
+        "get-stations",
+        "2fa.verify",
+        "x" * 80 + "/list",
+        "x" * 80 + "/get",
+        "",
+        "apps.list",  # the same operation twice
+    ]
+    names = function_names(originals)
+    assert all(CALLABLE.match(n) and n[0].isalpha() for n in names), names
+    assert len(set(names)) == len(names)
+    assert names[1] == "apps_list" and names[3] == "get-stations"
+    assert names[2] == "repos_get_content" and names[0].startswith("repos_get_content_")
+    assert len(names[5]) <= 64 and names[5] != names[6]
+    assert names == function_names(originals)  # the same document names its tools the same
+    assert function_name("repos/get-content") == "repos_get_content"
+    assert function_name("2fa.verify") == "op_2fa_verify"
+
+
+# --- formats -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "document", [docs.SWAGGER_20, docs.OPENAPI_30, docs.OPENAPI_31], ids=["2.0", "3.0", "3.1"]
+)
+def test_swagger_2_openapi_3_0_and_3_1_documents_each_build(storage, document):
+    environment = build(document, "books.json")
+    assert environment.status == "verified", environment.failure_reason
+    names = set(environment.tools.values_list("name", flat=True))
+    assert {"listBooks", "createBook", "getBook", "deleteBook"} <= names
+    create = environment.tools.get(name="createBook").schema["function"]["parameters"]
+    assert {"title", "genre", "pages"} <= set(create["properties"])  # the body's fields
+    assert create["required"] == ["title"]
+    assert environment.theme.provenance["identity"]["provider"] == "books.example.org"
+
+
+# --- every trap at once ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_document_full_of_traps_builds_with_valid_names_and_notes(
+    storage, client, reviewer, reviewer_api
+):
+    environment = build(docs.hard_document(), "archive.json", name="archive")
+    assert environment.status == "verified", environment.failure_reason
+    manifest = environment.manifest
+    originals = manifest["original_names"]
+    names = list(environment.tools.values_list("name", flat=True))
+    assert all(CALLABLE.match(n) for n in names) and len(set(names)) == len(names)
+    assert originals["folders_get_folder"] == "folders/get-folder"
+    assert originals["folders_list"] == "folders.list"
+    assert {"folders_create", "folders_update", "counters_create", "counters_list"} <= set(names)
+    described = environment.tools.get(name="folders_get_folder").schema["function"]
+    assert "folders/get-folder" in described["description"]
+    # the ECMA-only pattern is dropped from its parameter only, and the tool says so
+    update = environment.tools.get(name="folders_update").schema["function"]
+    assert "pattern" not in update["parameters"]["properties"]["label"]
+    assert "not checked" in update["description"]
+    assert any("\\p{L}" in n for n in manifest["tool_notes"]["folders_update"])
+    # path `name` and body `Name` are one column; counters have no id: a surrogate key
+    state = sqlite3.connect(Path(environment.package_path) / "state.sqlite")
+    folder_columns = [r[1].lower() for r in state.execute("PRAGMA table_info(folders)")]
+    assert folder_columns.count("name") == 1
+    counter_columns = {r[1]: r for r in state.execute("PRAGMA table_info(counters)")}
+    assert counter_columns["id"][5] == 1  # the primary key the document never names
+    values = [v for (v,) in state.execute("SELECT value FROM counters")]
+    assert values and all(-(2**63) <= v < 2**63 for v in values)
+    # the console lists each renamed tool with the name its document gives it
+    client.force_login(reviewer)
+    page = client.get(reverse("environment-tab", args=[environment.pk, "tools"])).content
+    assert b"data-original-name" in page and b"folders/get-folder" in page
+    # an integer SQLite cannot hold is a tool error in words, not a crash
+    episode = reviewer_api.post("/api/episodes/", {"environment": environment.pk}, format="json")
+    assert episode.status_code == 201, episode.content
+    called = reviewer_api.post(
+        f"/api/episodes/{episode.json()['episode']}/call/",
+        {"tool": "counters_create", "arguments": {"kind": "hits", "value": 2**70}},
+        format="json",
+    ).json()
+    assert called["ok"] is False and "too large" in called["error"], called
+    assert "OverflowError" not in called["error"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crash_in_a_theme_stage_names_the_stage_and_the_theme(tmp_path, monkeypatch):
+    def broken(model, db_path):
+        raise KeyError("id")
+
+    monkeypatch.setattr("environments.builder.theme_pipeline.implement_theme_tools", broken)
+    theme = parse_theme_document(docs.OPENAPI_30, "books.json")
+    request = BuildRequest.create(origin="theme", theme=1, name="books")
+    with pytest.raises(BuildFailed) as failed:
+        run_theme_pipeline(request, theme, root=tmp_path / "packages", workdir=tmp_path)
+    message = str(failed.value)
+    assert failed.value.stage == "tools"
+    assert message.startswith("tools stage failed: KeyError")
+    assert "'Book Shop'" in message and "books.json" in message
+    assert "at test_openapi_robustness.py:" in message  # the line that raised
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_whose_tests_crash_falls_alone(tmp_path, monkeypatch):
+    from environments.builder import theme_tools
+
+    real = theme_tools._Tests.build
+
+    def build_tests(self):
+        if self.plan.name == "getBook":
+            raise KeyError("id")
+        return real(self)
+
+    monkeypatch.setattr(theme_tools._Tests, "build", build_tests)
+    theme = parse_theme_document(docs.OPENAPI_30, "books.json")
+    request = BuildRequest.create(origin="theme", theme=1, name="books")
+    outcome = run_theme_pipeline(request, theme, root=tmp_path / "packages", workdir=tmp_path)
+    rejected = {r["name"]: r["reason"] for r in outcome.report["rejected_tools"]}
+    assert "could not be implemented" in rejected["getBook"] and "KeyError" in rejected["getBook"]
+    assert {"listBooks", "createBook", "deleteBook"} <= set(outcome.report["verified_tools"])
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_same_title_other_host_is_another_environment_and_the_same_document_a_new_version(
+    storage,
+):
+    first = build(docs.OPENAPI_30, "books.json")
+    again = build(docs.OPENAPI_30, "books-again.json")
+    other = build(docs.same_title_other_host(), "other-books.json")
+    assert first.status == again.status == other.status == "verified"
+    assert first.name == again.name and (first.version, again.version) == (1, 2)
+    assert other.name != first.name and other.version == 1
+    assert "other_books_test" in other.name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_lists_the_documents_own_names_where_mcp_allows_them(storage):
+    import anyio
+    from mcp import Client
+
+    from environments.package import load_package
+    from serving.mcp_server import build_server
+
+    environment = build(docs.hard_document(), "archive.json", name="archive")
+    server = build_server(load_package(environment.package_path))
+
+    async def session():
+        async with Client(server) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"folders.list", "counters.list", "folders.update"} <= names  # MCP allows "."
+            assert "folders_get_folder" in names and "folders/get-folder" not in names
+            listed = await client.call_tool("folders.list", {})
+            assert not listed.is_error, listed.content
+
+    anyio.run(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_importing_same_titled_apis_keeps_them_apart_and_marks_a_reimport(storage):
+    from django.db import transaction
+
+    from aw_site.jobs import enqueue
+    from aw_site.models import Job
+    from environments.models import Theme
+    from tests.support.worker import wait_for
+
+    documents = [docs.OPENAPI_30, docs.same_title_other_host(), docs.OPENAPI_30]
+    with transaction.atomic():
+        job = enqueue("environments.import_themes", {"documents": documents})
+    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=120, message="import")
+    assert Job.objects.get(pk=job.pk).state == "succeeded"
+    first, other, again = Theme.objects.order_by("pk")
+    assert first.name == again.name != other.name
+    assert other.duplicate_of is None  # same title, another provider: its own theme
+    assert again.duplicate_of == first  # the same document imported twice
+    assert first.provenance["identity"] == {
+        "provider": "books.example.org",
+        "service": "Book Shop",
+        "version": "1.0.0",
+        "key": "books.example.org:Book Shop/1.0.0",
+    }
+
+
+# --- generated rows ----------------------------------------------------------------------------
+
+
+def test_generated_rows_keep_foreign_keys_whatever_the_reference_column_says(tmp_path):
+    from environments.builder.theme_data import build_theme_database
+    from environments.builder.theme_model import FieldSpec, ThemeModel
+    from environments.builder.theme_plans import choose_key
+
+    model = ThemeModel("tracker")
+    kind = model.entity("issue_type")
+    kind.add(FieldSpec("id", "integer"))
+    kind.add(FieldSpec("label", "string"))
+    kind.key = "id"
+    issue = model.entity("issue")
+    issue.add(FieldSpec("number", "integer"))
+    issue.add(FieldSpec("issue_type", "string", ref="issue_type", required=True))  # says text
+    issue.add(FieldSpec("locked", "boolean"))
+    issue.key = "locked"  # a document's "key" that repeats itself: never kept as the key
+    choose_key(issue)
+    assert issue.key != "locked"
+    db = build_theme_database(model, tmp_path / "tracker.sqlite", rows=8, seed="t")
+    conn = sqlite3.connect(db["db_path"])
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    types = conn.execute("SELECT DISTINCT typeof(issue_type) FROM issues").fetchall()
+    assert types == [("integer",)]  # the target key's type, so the link holds
+    assert conn.execute(f"SELECT COUNT(DISTINCT {issue.key}) FROM issues").fetchone()[0] == 8
+
+
+def test_a_document_without_a_title_is_named_by_its_directory_identity():
+    document = {**docs.OPENAPI_30, "servers": [{"url": "//api.ote-shop.test"}]}
+    document["info"] = {"title": "", "version": "1.0.0", "x-serviceName": "agreements"}
+    theme = parse_theme_document(document, "agreements.json")
+    assert theme["title"] == "agreements api.ote-shop.test"
+    assert theme["provenance"]["identity"]["key"] == "api.ote-shop.test:agreements/1.0.0"
+    assert theme["name"] == "agreements_api_ote_shop_test_1_0_0"
