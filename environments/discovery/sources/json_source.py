@@ -10,7 +10,12 @@ Shapes understood, at any depth:
 - a nested keyed object or list of objects -> a child table `<parent>_<field>` (`order_items`)
   whose rows carry the parent's key as a foreign key column (`order_id`);
 - a list of scalars -> a child table `(parent key, position, value)`; when every value is
-  another table's key (a list of ids) the value column is a foreign key to that table;
+  another table's key (a list of ids) it becomes a link table `(parent key, <target>_id)` keyed
+  by both (by parent key and position when a list repeats a value), and when not, the
+  provenance says why (`DatabaseBuilder.link_lists`);
+- a model fixture (Django's dumpdata: a list of `{"model": "app.name", "pk": 1, "fields":
+  {...}}`) -> one table per model (`FixtureLoader`): key `id`, fields as columns, a field of
+  another model's pks a foreign key `<field>_id`, a list of them a link table;
 - an object keyed by values of one ordered kind (ISO dates or datetimes, months `2024-05`,
   years) whose values are objects -> a series: rows with a typed column for the key (`date`,
   `month`, `year`, `time`), keyed by (parent key, that column), e.g. `flights.*.dates` ->
