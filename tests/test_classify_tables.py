@@ -117,3 +117,44 @@ def test_a_child_table_counts_for_its_head_noun_more_than_its_parent():
         )
     )
     assert hotel.secondary == "Hotels & Lodging", hotel
+
+
+def upload_theme(name: str, tables: dict[str, list[str]]) -> dict:
+    """A theme as an upload build makes it: the description only names the file."""
+    return {
+        "name": name,
+        "title": name.replace("_", " ").title(),
+        "description": f"Built from the uploaded file {name}.csv.",
+        "tables": tables,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "tables", "secondary"),
+    [
+        ("prices", {"prices": ["date", "open", "high", "low", "close", "volume"]}, None),
+        ("ohlc", {"ohlc": ["date", "open", "high", "low", "close", "signal", "ret"]}, None),
+        ("github", {"github": ["time", "count"]}, "Code & DevOps"),
+        ("monarchs", {"monarchs": ["name", "start", "end", "index"]}, "Encyclopedic Data"),
+        (
+            "la_riots",
+            {"la_riots": ["first_name", "age", "death_date", "address", "longitude", "latitude"]},
+            "Law & Regulation",
+        ),
+    ],
+)
+def test_uploads_are_classified_by_their_names_and_columns_not_by_the_word_file(
+    name, tables, secondary
+):
+    found = classify_offline(upload_theme(name, tables))
+    assert found.secondary == (secondary or "Stock Markets & Investing"), found
+    assert found.method == "keywords" and found.reason.startswith("matched "), found
+
+
+def test_when_nothing_matches_the_fallback_is_neutral_and_says_so():
+    found = classify_offline(upload_theme("zzqx", {"zzqx": ["a", "b", "qty"]}))
+    assert (found.primary, found.secondary) == ("Reference & Standards", "Encyclopedic Data")
+    assert found.method == "fallback" and found.score == 0
+    assert "no category's keywords matched" in found.reason
+    documents = classify_offline(upload_theme("notes", {"notes": ["title", "body"]}))
+    assert documents.secondary == "Documents & Notes"  # real words still count

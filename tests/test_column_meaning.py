@@ -475,3 +475,61 @@ def test_mixed_iso_date_times_compare_as_instants(tmp_path):
     assert sorted(r["id"] for r in morning["rows"]) == [1, 2]  # 10:00+02:00 is 08:00 UTC
     assert run("search_events", max_at="2024-03-02")["total"] == 3
     assert not _run_generated_tests(tools, db, tmp_path)
+
+
+def _build_sql(tmp_path: Path, script: str) -> Path:
+    source = tmp_path / "dated.sql"
+    source.write_text(script)
+    return mine_sources(tmp_path / "dated.sqlite", files=[source])
+
+
+def test_a_timestamp_column_of_plain_dates_is_declared_date(tmp_path):
+    """Chinook declares invoice_date TIMESTAMP but writes '2021/1/1': stored as ISO dates, the
+    column is DATE (its tools say format: date) and the provenance says dates, not date-times."""
+    db = _build_sql(
+        tmp_path,
+        "CREATE TABLE invoice (invoice_id INTEGER PRIMARY KEY, invoice_date TIMESTAMP NOT NULL,"
+        " due TIMESTAMP);\n"
+        "INSERT INTO invoice VALUES (1, '2021/1/1', '2021-02-01'), (2, '2021/1/15', NULL),"
+        " (3, '2021/12/3', '2022-01-03');\n",
+    )
+    table = read_schema(db)["invoice"]
+    assert table.column("invoice_date").kind == "date" and table.column("due").kind == "date"
+    create = sqlite3.connect(db).execute("SELECT sql FROM sqlite_master WHERE name = 'invoice'")
+    assert "invoice_date DATE NOT NULL" in create.fetchone()[0]
+    details = [p["detail"] for p in read_provenance(db)]
+    assert "invoice_date: dates read as YYYY/M/D, stored as ISO 8601 (3 values)" in details
+    assert "due: dates in ISO 8601 as YYYY-MM-DD (2 values)" in details
+    tools = generate_tools(db, "invoices")
+    search = tools.schemas["search_invoices"]["function"]["parameters"]["properties"]
+    assert search["min_invoice_date"].get("format") == "date"
+
+
+def test_iso_variants_get_one_form_and_every_date_column_a_note(tmp_path):
+    """`…T08:00:00.000Z` becomes `…T08:00:00+00:00` (zero fractions dropped, Z as +00:00);
+    real fractions are kept for every value; space-separated values keep their space; each
+    column's provenance says what it holds."""
+    document = {
+        "events": [
+            {"id": 1, "at": "2024-05-01T08:00:00.000Z", "logged": "2024-05-01T08:00:00.25",
+             "seen": "2024-05-01 08:00:00"},
+            {"id": 2, "at": "2024-05-02T09:30:00Z", "logged": "2024-05-02T09:30",
+             "seen": "2024-05-02 09:30:00"},
+        ]
+    }  # fmt: skip
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(document))
+    db = mine_sources(tmp_path / "events.sqlite", files=[path])
+    rows = sqlite3.connect(db).execute("SELECT at, logged, seen FROM events ORDER BY id")
+    assert rows.fetchall() == [
+        ("2024-05-01T08:00:00+00:00", "2024-05-01T08:00:00.250000", "2024-05-01 08:00:00"),
+        ("2024-05-02T09:30:00+00:00", "2024-05-02T09:30:00.000000", "2024-05-02 09:30:00"),
+    ]
+    details = [p["detail"] for p in read_provenance(db)]
+    assert (
+        "at: date-times written YYYY-MM-DDTHH:MM:SS.FZ / YYYY-MM-DDTHH:MM:SSZ, stored as "
+        "YYYY-MM-DDTHH:MM:SS+HH:MM (2 values)" in details
+    )
+    assert "seen: date-times in ISO 8601 as YYYY-MM-DD HH:MM:SS (2 values)" in details
+    run_search = read_schema(db)["events"]
+    assert run_search.column("at").kind == "datetime"

@@ -11,6 +11,7 @@ import pytest
 
 from environments.discovery.schema import read_schema
 from environments.discovery.sources import mine_sources
+from environments.discovery.sources.base import read_provenance
 from environments.discovery.tool_generator import generate_tools
 from environments.discovery.verification import verify_tools
 from environments.runtime import SandboxPool
@@ -113,9 +114,47 @@ def test_dated_objects_become_a_series_table_keyed_by_parent_and_date(airline_db
 def test_a_list_of_ids_without_digits_links_to_its_table(airline_db):
     schema = read_schema(airline_db)
     links = schema["user_reservations"]
-    assert links.foreign_keys["value"] == ("reservations", "reservation_id")
+    assert [c.name for c in links.columns] == ["user_id", "reservation_id"]
+    assert links.key_columns == ["user_id", "reservation_id"]
+    assert links.foreign_keys["reservation_id"] == ("reservations", "reservation_id")
     assert links.foreign_keys["user_id"] == ("users", "user_id")
-    assert ("user_reservations", "value") in schema["reservations"].children
+    assert ("user_reservations", "reservation_id") in schema["reservations"].children
+
+
+def test_a_linked_list_gets_the_link_tools(airline_db):
+    """A list of ids is a link table, so reservations are listed for a user, and added and
+    removed, like any many-to-many link."""
+    tools = set(generate_tools(airline_db, "an airline").schemas)
+    assert {
+        "list_reservations_for_user",
+        "list_users_for_reservation",
+        "add_reservation_to_user",
+        "remove_reservation_from_user",
+    } <= tools
+
+
+def test_a_list_repeating_a_value_keeps_its_position_and_an_unlinked_one_says_why(tmp_path):
+    document = {
+        "carts": [
+            {"cart_id": "C1", "product_ids": ["P100", "P200", "P100"], "coupons": ["X9", "Q7"]},
+            {"cart_id": "C2", "product_ids": ["P200"], "coupons": ["Q7"]},
+        ],
+        "products": [{"product_id": "P100", "name": "tea"}, {"product_id": "P200", "name": "jam"}],
+        "coupons": [{"coupon_id": "Q7", "percent": 10}],
+    }
+    path = tmp_path / "cart.json"
+    path.write_text(json.dumps(document))
+    db = mine_sources(tmp_path / "cart.sqlite", files=[path])
+    schema = read_schema(db)
+    items = schema["cart_product_ids"]
+    assert [c.name for c in items.columns] == ["cart_id", "position", "product_id"]
+    assert items.key_columns == ["cart_id", "position"]
+    assert items.foreign_keys["product_id"] == ("products", "product_id")
+    assert "value" in {c.name for c in schema["cart_coupons"].columns}
+    notes = [p["detail"] for p in read_provenance(db) if p["table"] == "cart_coupons"]
+    assert (
+        "cart_coupons.value: 1 of 2 values name no coupons row, so the list is not linked" in notes
+    )
 
 
 def test_search_filters_the_series_by_date(airline_db, tmp_path):
@@ -215,7 +254,7 @@ def test_lists_that_are_not_ids_stay_unlinked(tmp_path):
     schema = read_schema(mine_sources(tmp_path / "shop.sqlite", files=[path]))
     assert "value" not in schema["product_tags"].foreign_keys
     assert "value" not in schema["product_sizes"].foreign_keys  # numbers link only by name
-    assert schema["bundle_product_ids"].foreign_keys["value"] == ("products", "product_id")
+    assert schema["bundle_product_ids"].foreign_keys["product_id"] == ("products", "product_id")
 
 
 def test_a_series_of_plain_values_becomes_parent_date_value_rows(tmp_path):
@@ -269,5 +308,7 @@ def test_an_uploaded_airline_builds_with_series_links_and_its_category(
     tools = {t["function"]["name"] for t in environment.manifest["tools"]}
     assert {"search_flight_dates", "add_flight_date", "remove_flight_date"} <= tools
     schema = environment.build_yield["schema"]
-    assert "user_reservations.value -> reservations.reservation_id" in schema["foreign_keys"]
+    assert (
+        "user_reservations.reservation_id -> reservations.reservation_id" in schema["foreign_keys"]
+    )
     assert schema["category"]["secondary"] == "Flights & Airports", schema["category"]

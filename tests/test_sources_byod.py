@@ -120,13 +120,13 @@ def test_id_keyed_json_three_levels_deep(tmp_path):
     assert items.foreign_keys["product_id"] == ("products", "product_id")
     fulfil = schema["order_fulfillments"]
     assert fulfil.foreign_keys["order_id"] == ("user_orders", "order_id")
-    assert schema["fulfillment_item_ids"].foreign_keys["value"] == ("product_variants", "item_id")
+    assert schema["fulfillment_item_ids"].foreign_keys["item_id"] == ("product_variants", "item_id")
     assert schema["order_payment_history"].foreign_keys["payment_method_id"] == (
         "user_payment_methods",
         "id",
     )
     assert schema["user_payment_methods"].foreign_keys["user_id"] == ("users", "user_id")
-    assert schema["user_wishlist"].foreign_keys["value"] == ("products", "product_id")
+    assert schema["user_wishlist"].foreign_keys["product_id"] == ("products", "product_id")
     # products keyed by id -> product_variants keyed by item id, with the product key as FK
     variants = schema["product_variants"]
     assert variants.primary_key == "item_id"

@@ -18,7 +18,11 @@ from environments.discovery.sources.base import DatabaseBuilder, read_provenance
 from environments.discovery.sources.detect import sql_dialect
 from environments.discovery.sources.limits import Limits
 from environments.discovery.sources.sql_checks import check_constraints
-from environments.discovery.sources.sql_dialects import tokenize, translate_check
+from environments.discovery.sources.sql_dialects import (
+    is_table_constraint,
+    tokenize,
+    translate_check,
+)
 from environments.models import Environment
 from tests import test_build_formats
 from tests.support.worker import wait_for
@@ -254,6 +258,103 @@ def test_camel_case_names_become_words_and_keys_still_match(tmp_path):
     assert columns == ["track_id", "name", "media_type_id", "unit_price"]
     keys = [(r[2], r[3], r[4]) for r in conn.execute('PRAGMA foreign_key_list("track")')]
     assert keys == [("media_type", "media_type_id", "media_type_id")]
+
+
+PG_KEYWORD_COLUMNS = """
+CREATE TABLE film (
+    film_id integer NOT NULL,
+    title character varying(255) NOT NULL,
+    fulltext tsvector NOT NULL,
+    key text,
+    index integer,
+    period varchar(20),
+    spatial text,
+    check_date date,
+    CONSTRAINT film_pkey PRIMARY KEY (film_id),
+    UNIQUE (title),
+    CHECK (index >= 0)
+);
+INSERT INTO film VALUES (1, 'Academy Dinosaur', 'academi:1 dinosaur:2', 'k1', 3, 'p1',
+  's', '2024-01-02');
+INSERT INTO film VALUES (2, 'Ace Goldfinger', 'ace:1 goldfing:2', 'k2', 0, 'p2', 's',
+  '2024-02-03');
+"""
+
+MY_KEYWORD_COLUMNS = """
+CREATE TABLE `film_text` (
+  `film_id` SMALLINT NOT NULL,
+  title VARCHAR(255) NOT NULL,
+  fulltext TEXT,
+  key VARCHAR(20),
+  `index` INT(11),
+  period INT,
+  spatial VARCHAR(10),
+  check_date DATE,
+  PRIMARY KEY (`film_id`),
+  UNIQUE KEY uq_title (title),
+  KEY idx_key (key),
+  INDEX (period),
+  FULLTEXT KEY idx_title_description (title, fulltext)
+) ENGINE=InnoDB;
+INSERT INTO `film_text` VALUES (1, 'Academy Dinosaur', 'epic', 'k1', 3, 7, 's', '2024-01-02'),
+  (2, 'Ace Goldfinger', 'astounding', 'k2', 0, 8, 's', '2024-02-03');
+"""
+
+
+@pytest.mark.parametrize(
+    "name, script, table",
+    [("pagila.sql", PG_KEYWORD_COLUMNS, "film"), ("sakila.sql", MY_KEYWORD_COLUMNS, "film_text")],
+)
+def test_columns_named_like_constraint_keywords_are_columns(tmp_path, name, script, table):
+    """`fulltext tsvector`, `key text`, `index integer`, `period`, `spatial` are columns (as in
+    Sakila/Pagila); only a keyword followed by what a constraint needs is a constraint."""
+    target = build_file(tmp_path, write(tmp_path, name, script))
+    conn = sqlite3.connect(target)
+    columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+    assert columns == [
+        "film_id", "title", "fulltext", "key", "index", "period", "spatial", "check_date",
+    ]  # fmt: skip
+    keys = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")') if r[5]]
+    assert keys == ["film_id"]
+    rows = conn.execute(f'SELECT "key", "index", check_date FROM "{table}" ORDER BY 1').fetchall()
+    assert rows == [("k1", 3, "2024-01-02"), ("k2", 0, "2024-02-03")]
+
+
+@pytest.mark.parametrize(
+    "item, constraint",
+    [
+        ("key text", False),
+        ("key varchar(20) NOT NULL", False),
+        ("KEY idx_key (key)", True),
+        ("KEY (a)", True),
+        ("KEY idx USING BTREE (a)", True),
+        ("index integer", False),
+        ("INDEX idx (a, b)", True),
+        ("period varchar(20)", False),
+        ("PERIOD FOR valid (starts, ends)", True),
+        ("fulltext tsvector NOT NULL", False),
+        ("FULLTEXT KEY ft (title, body)", True),
+        ("FULLTEXT ft (title)", True),
+        ("spatial geometry", False),
+        ("SPATIAL INDEX sp (location)", True),
+        ("unique boolean", False),
+        ("UNIQUE (a)", True),
+        ("UNIQUE KEY uq (a)", True),
+        ("check int", False),
+        ("CHECK (a > 0)", True),
+        ("primary text", False),
+        ("PRIMARY KEY (a)", True),
+        ("foreign text", False),
+        ("FOREIGN KEY (a) REFERENCES b (a)", True),
+        ("constraint text", False),
+        ("CONSTRAINT pk PRIMARY KEY (a)", True),
+        ("exclude boolean", False),
+        ("EXCLUDE USING gist (a WITH =)", True),
+        ('"key" text', False),
+    ],
+)
+def test_what_makes_a_table_constraint(item, constraint):
+    assert is_table_constraint(tokenize(item, "postgres", 1)) is constraint
 
 
 # --- detection ------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ tables and their columns (`{"tables": {"invoice_lines": ["invoice_id", ...]}}`):
 head noun (the last word: `invoice_lines` is about lines) is a category's keyword adds 1.5, one
 with the keyword elsewhere in its name 0.5 (child tables repeat their parent's name), and each
 distinct column word 0.5. Tables are what the data is about, so a music store with tracks,
-albums, artists and playlists is music even though it has invoices. With an LLM configured
+albums, artists and playlists is music even though it has invoices. A description that only says
+where the data came from ("Built from the uploaded file github.csv.") is not evidence: its
+words (`file`) would file every upload under Documents & Notes. When nothing matches, the theme
+goes to the neutral Encyclopedic Data and its `reason` says that nothing matched. With an LLM configured
 (aw_site.llm), the LLM picks among the same categories; an unusable answer falls back offline.
 """
 
@@ -30,6 +33,7 @@ class Classification:
     tertiary: str
     score: float
     method: str  # keywords | llm | fallback
+    reason: str = ""  # the words that decided, or that nothing matched
 
     def as_category(self) -> dict:
         return {"primary": self.primary, "secondary": self.secondary, "tertiary": self.tertiary}
@@ -73,6 +77,14 @@ def _table_score(tables: list[tuple[str, set[str]]], keys: set[str]) -> float:
     )
 
 
+_PROVENANCE_SENTENCE = re.compile(r"[^.]*\buploaded file\b[^\s]*\s*\S*\.?", re.IGNORECASE)
+
+
+def topic_description(description: str) -> str:
+    """The description without sentences that only say where the data came from."""
+    return _PROVENANCE_SENTENCE.sub(" ", description or "")
+
+
 def tertiary_topic(theme: dict) -> str:
     """A free-form topic: the theme's title, tidied."""
     title = (theme.get("title") or theme.get("name") or "General").replace("_", " ").strip()
@@ -85,13 +97,14 @@ def tertiary_topic(theme: dict) -> str:
 def classify_offline(theme: dict) -> Classification:
     """Deterministic keyword scoring; ties break by taxonomy order."""
     title_words = tokens(f"{theme.get('title', '')} {theme.get('name', '')}".replace("_", " "))
-    body = f"{theme.get('description', '')} " + " ".join(
+    body = f"{topic_description(theme.get('description', ''))} " + " ".join(
         f"{t.get('name', '').replace('_', ' ')} {t.get('description', '')}"
         for t in theme.get("tools", [])
     )
     body_words = tokens(body)
     table_words, column_words = _table_words(theme)
-    best = (0.0, FALLBACK[1])
+    table_names = {head for head, _ in table_words} | {w for _, o in table_words for w in o}
+    best: tuple[float, str, set[str]] = (0.0, FALLBACK[1], set())
     for primary in TAXONOMY:
         for secondary in primary.secondaries:
             keys = {_stem(k.lower()) for k in secondary.keywords}
@@ -99,10 +112,20 @@ def classify_offline(theme: dict) -> Classification:
             score += _table_score(table_words, keys)
             score += COLUMN_WEIGHT * len(keys & column_words)
             if score > best[0]:
-                best = (score, secondary.name)
-    score, secondary = best
-    method = "keywords" if score > 0 else "fallback"
-    return Classification(primary_of(secondary), secondary, tertiary_topic(theme), score, method)
+                matched = keys & (title_words | body_words | table_names | column_words)
+                best = (score, secondary.name, matched)
+    score, secondary, matched = best
+    if score > 0:
+        method, reason = "keywords", f"matched {', '.join(sorted(matched))}"
+    else:
+        method = "fallback"
+        reason = (
+            "no category's keywords matched the name, description, tables or columns; "
+            f"filed under the neutral {secondary}"
+        )
+    return Classification(
+        primary_of(secondary), secondary, tertiary_topic(theme), score, method, reason
+    )
 
 
 def classify_with_llm(theme: dict, settings) -> Classification:

@@ -45,7 +45,11 @@ TAXONOMY: tuple[Primary, ...] = (
     _p(
         "Finance & Banking",
         ("Currencies & Exchange", "currency currencies exchange forex iso4217 money rate"),
-        ("Stock Markets & Investing", "stock stocks ticker share portfolio market price invest"),
+        (
+            "Stock Markets & Investing",
+            "stock stocks ticker share portfolio market price invest ohlc open high low close "
+            "volume dividend equity candlestick",
+        ),
         (
             "Banking & Payments",
             "bank account payment transfer transaction invoice card balance loan deposit "
@@ -81,7 +85,11 @@ TAXONOMY: tuple[Primary, ...] = (
         "Government & Public Sector",
         ("Public Administration", "state government federal fips census agency public official"),
         ("Holidays & Observances", "holiday holidays observance festival public-holiday vacation"),
-        ("Law & Regulation", "law legal regulation court statute compliance license permit"),
+        (
+            "Law & Regulation",
+            "law legal regulation court statute compliance license permit crime police riot "
+            "homicide arrest victim",
+        ),
     ),
     _p(
         "Education & Language",
@@ -91,7 +99,10 @@ TAXONOMY: tuple[Primary, ...] = (
     _p(
         "Software & Developer Tools",
         ("Web Standards & Protocols", "http status mime protocol port header url web api"),
-        ("Code & DevOps", "code repository git commit pull issue deploy build pipeline"),
+        (
+            "Code & DevOps",
+            "code repository repo git github gitlab commit pull issue deploy build pipeline fork",
+        ),
         ("Data Formats & Encodings", "unicode character encoding codepoint emoji format charset"),
     ),
     _p(
@@ -140,7 +151,11 @@ TAXONOMY: tuple[Primary, ...] = (
         "Reference & Standards",
         ("Time Zones & Dates", "timezone time zone tz utc offset clock date dst"),
         ("Units & Measurements", "unit units measurement conversion metric si quantity"),
-        ("Encyclopedic Data", "reference encyclopedia dataset facts lookup catalogue"),
+        (
+            "Encyclopedic Data",
+            "reference encyclopedia dataset facts lookup catalogue history historical monarch "
+            "king queen reign dynasty emperor president era",
+        ),
     ),
     _p(
         "Security & Identity",

@@ -371,6 +371,8 @@ class DatabaseBuilder:
                     target = self._list_target(spec, column, pk_values)
                     if target is not None:
                         spec.foreign_keys[column] = target
+                    else:
+                        self._note_unlinked_list(spec, column, pk_values)
                     continue
                 if not spec.link_by_value:
                     continue
@@ -426,10 +428,88 @@ class DatabaseBuilder:
             return unnamed[0].name, unnamed[0].primary_key
         return None
 
+    def _note_unlinked_list(self, spec: TableSpec, column: str, pk_values: dict) -> None:
+        """Say in the provenance why a list stayed plain values: the table its field names (or
+        whose keys hold most of its values) misses some of them, or no table's key holds any."""
+        rows = self.conn.execute(
+            f'SELECT DISTINCT "{column}" FROM "{spec.name}" WHERE "{column}" IS NOT NULL'
+        ).fetchall()
+        values = {r[0] for r in rows}
+        if not values:
+            return
+        field_name = sql_name(spec.list_of[column])
+        best: tuple[int, int, str] | None = None
+        for other in self.tables.values():
+            if other.name == spec.name or not other.primary_key:
+                continue
+            named = _name_suggests_reference(field_name, other) or _name_suggests_reference(
+                singular(field_name), other
+            )
+            hits = len(values & pk_values.get(other.name, set()))
+            if (named or hits) and (best is None or (named, hits) > best[:2]):
+                best = (int(named), hits, other.name)
+        where = f"{spec.name}.{column}"
+        if best is None:
+            why = f"no table's key holds its {len(values)} distinct values"
+        elif best[1] == len(values):
+            why = f"its values are {best[2]} keys, but its field's name does not name {best[2]}"
+        else:
+            missing = len(values) - best[1]
+            why = f"{missing} of {len(values)} values name no {best[2]} row"
+        self._note(spec.name, f"{where}: {why}, so the list is not linked")
+
+    def _note(self, table: str, detail: str) -> None:
+        """A provenance note on a table, under the source and kind that made it."""
+        first = next((p for p in self.provenance if p.table == table), None)
+        source, kind = (first.source, first.kind) if first else (table, "note")
+        self.add_provenance(table, source, kind, detail)
+
+    def link_lists(self) -> None:
+        """A list of another table's keys under a parent becomes a link table: (parent key,
+        target key) keyed by both (by parent key and position when a parent repeats a value),
+        so the link tools (add_/remove_/list_ either side) apply."""
+        for spec in list(self.tables.values()):
+            for column in [c for c in spec.list_of if c in spec.foreign_keys]:
+                parents = [c for c in spec.foreign_keys if c != column]
+                if len(parents) == 1 and "position" in spec.columns:
+                    self._as_link_table(spec, column, parents[0])
+
+    def _as_link_table(self, spec: TableSpec, column: str, parent: str) -> None:
+        ref_table, ref_column = spec.foreign_keys[column]
+        named = ref_column != "id" and ref_column.endswith(("_id", "_code", "_key"))
+        target = ref_column if named else f"{singular(ref_table)}_{ref_column}"
+        if target in (parent, "position"):
+            target = f"{singular(sql_name(spec.list_of[column]))}_{target}"
+        rows = self.conn.execute(
+            f'SELECT "{parent}", "position", "{column}" FROM "{spec.name}" '
+            f'WHERE "{column}" IS NOT NULL ORDER BY "{spec.primary_key or parent}"'
+        ).fetchall()
+        unique = len({(p, v) for p, _, v in rows}) == len(rows)
+        columns = [parent, target] if unique else [parent, "position", target]
+        key = [parent, target] if unique else [parent, "position"]
+        types = {parent: spec.types[parent], "position": "INTEGER", target: spec.types[column]}
+        spec.columns, spec.primary_key, spec.key_columns = columns, "", key
+        spec.types = {c: types[c] for c in columns}
+        spec.not_null = set(columns)
+        spec.foreign_keys = {parent: spec.foreign_keys[parent], target: (ref_table, ref_column)}
+        spec.list_of = {}
+        self.conn.execute(f'DROP TABLE "{spec.name}"')
+        self._insert(
+            spec,
+            [dict(zip([parent, "position", target], r, strict=True)) for r in rows],
+        )
+        order = "" if unique else " and position (a value repeats within a list)"
+        self._note(
+            spec.name,
+            f"a list of {ref_table} keys: link rows ({', '.join(columns)}) keyed by "
+            f"{', '.join(key)}{order}",
+        )
+
     def finish(self) -> Path:
         """Declare foreign keys, normalise dates, check keys, store provenance, rename into place."""
         try:
             self.infer_foreign_keys()
+            self.link_lists()
             retyped = self.normalise_dates()
             for spec in self.tables.values():
                 if (spec.foreign_keys or spec.name in retyped) and not spec.declared:

@@ -6,7 +6,15 @@ every TEXT (and DATE/DATETIME) column of the mining database and rewrites it whe
 non-null values parse under ONE format of `DATE_FORMATS` (with at most one time form): dates
 become `YYYY-MM-DD`, date-times `YYYY-MM-DDTHH:MM:SS` (an offset kept as +HH:MM when the values
 carry one; ISO values written with a space keep it), and the column is declared DATE or
-DATETIME. The generated tools compare date-times through SQLite's datetime(), which reads both
+DATETIME.
+
+Columns already in ISO 8601 are brought to the same one form: seconds always written, a
+fraction kept (as microseconds) only when some value of the column has a non-zero one
+(`.000` is dropped), a `Z` written `+00:00`, and `T` between date and time unless every value
+of the column uses a space (`2006-02-15 04:34:33` stays as dumps write it: the tools compare
+both alike). Every date column gets a provenance line saying the form it holds. A column
+declared TIMESTAMP/DATETIME whose every value is a plain date is declared DATE, so its tools
+say `format: date`. The generated tools compare date-times through SQLite's datetime(), which reads both
 separators and +HH:MM offsets (not PostgreSQL's short +00, which is why that is rewritten). Columns already in ISO form are only
 re-declared. An INTEGER column is a date only when its name says so and every value is an
 eight-digit YYYYMMDD; other numbers (years, counts) are never touched.
@@ -167,11 +175,54 @@ class Reading:
     formats: list[DateFormat] = field(default_factory=list)
     chosen: DateFormat | None = None
     note: str = ""
+    canonical: dict[str, str] | None = None  # ISO values -> their one form, when any differ
 
     @property
     def ambiguous(self) -> bool:
         orders = {f.order for f in self.formats if f.order}
         return orders == {"DM", "MD"}
+
+
+_ISO_FORM = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?P<sep>[T ])?(?P<hm>\d{2}:\d{2})?(?P<s>:\d{2})?"
+    r"(?P<f>\.\d+)?(?P<z>Z|[+-]\d{2}:\d{2})?$"
+)
+
+
+def iso_form(value: str) -> str:
+    """The written form of an ISO value, as provenance shows it (`YYYY-MM-DDTHH:MM:SS.FZ`)."""
+    match = _ISO_FORM.match(value)
+    if not match:
+        return "other"
+    if not match["hm"]:
+        return "YYYY-MM-DD"
+    zone = {None: "", "Z": "Z"}.get(match["z"], "+HH:MM")
+    seconds = ":SS" if match["s"] else ""
+    return f"YYYY-MM-DD{match['sep']}HH:MM{seconds}{'.F' if match['f'] else ''}{zone}"
+
+
+def iso_canonical(values: list[str]) -> dict[str, str] | None:
+    """ISO values -> their one form (see the module's doc), or None when all are already in
+    it. Plain dates stay as they are."""
+    parsed = {}
+    for value in values:
+        if _ISO_DATE.match(value):
+            continue
+        try:
+            parsed[value] = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not parsed:
+        return None
+    spaced = all(v[10] == " " for v in parsed)
+    fractions = any(p.microsecond for p in parsed.values())
+    mapping = {
+        v: p.isoformat(
+            sep=" " if spaced else "T", timespec="microseconds" if fractions else "seconds"
+        )
+        for v, p in parsed.items()
+    }
+    return mapping if any(k != v for k, v in mapping.items()) else None
 
 
 def declared_kind(declared: str) -> str:
@@ -247,7 +298,8 @@ def _read_group(
         return None
     iso = {is_iso(v) for v in ordered}
     if "" not in iso:
-        return Reading(group, ordered, iso_kind="datetime" if "datetime" in iso else "date")
+        kind = "datetime" if "datetime" in iso else "date"
+        return Reading(group, ordered, iso_kind=kind, canonical=iso_canonical(ordered))
     formats = fitting_formats(ordered)
     if not formats:
         return None
@@ -291,7 +343,13 @@ def normalise_dates(
     for reading in readings:
         if reading.iso_kind:
             new_type = reading.iso_kind.upper()
-            mapping = None
+            mapping = reading.canonical
+            if (
+                mapping
+                and len(set(mapping.values())) != len(mapping)
+                and any(c in _unique_columns(conn, t) for t, c in reading.columns)
+            ):
+                mapping = None  # two spellings of one instant in a key column: leave them
         else:
             fmt = reading.chosen
             mapping = {v: to_iso(v, fmt) for v in reading.values}
@@ -331,23 +389,35 @@ def _apply(
     for table, column in reading.columns:
         declared = tables[table].types.get(column, "")
         dated = declared_kind(declared) == "date"
-        if mapping is None and dated:
-            continue
         if mapping is not None and not _rewrite(conn, table, column, mapping):
             conn.execute("ROLLBACK TO aw_dates")
             conn.execute("RELEASE aw_dates")
             return None
-        done.append((table, column, declared if dated else new_type))
+        if dated and new_type == "DATE" and "TIME" in declared.upper():
+            target = "DATE"  # a TIMESTAMP column holding plain dates says what it holds
+        else:
+            target = declared if dated else new_type
+        done.append((table, column, target))
     conn.execute("RELEASE aw_dates")
     return done
 
 
 def _detail(conn: sqlite3.Connection, reading: Reading, table: str, column: str, target: str):
     """The provenance line of one column: the format read and how many values it covered."""
-    if reading.chosen is None:
-        return f"{column}: ISO {reading.iso_kind}s, declared {target}"
     count = conn.execute(f'SELECT COUNT("{column}") FROM "{table}"').fetchone()[0]
-    kind = "date-times" if target.upper() in ("DATETIME", "TIMESTAMP") else "dates"
+    kind = "date-times" if "TIME" in target.upper() else "dates"
+    if reading.chosen is None:
+        forms = sorted({iso_form(v) for v in reading.values})
+        if reading.canonical is None:
+            return f"{column}: {kind} in ISO 8601 as {' / '.join(forms)} ({count} values)"
+        stored = sorted(
+            {iso_form(v) for v in reading.canonical.values()}
+            | ({"YYYY-MM-DD"} if "YYYY-MM-DD" in forms else set())
+        )
+        return (
+            f"{column}: {kind} written {' / '.join(forms)}, stored as "
+            f"{' / '.join(stored)} ({count} values)"
+        )
     return (
         f"{column}: {kind} read as {reading.chosen.label}, stored as ISO 8601 "
         f"({count} values){reading.note}"

@@ -10,7 +10,12 @@ Shapes understood, at any depth:
 - a nested keyed object or list of objects -> a child table `<parent>_<field>` (`order_items`)
   whose rows carry the parent's key as a foreign key column (`order_id`);
 - a list of scalars -> a child table `(parent key, position, value)`; when every value is
-  another table's key (a list of ids) the value column is a foreign key to that table;
+  another table's key (a list of ids) it becomes a link table `(parent key, <target>_id)` keyed
+  by both (by parent key and position when a list repeats a value), and when not, the
+  provenance says why (`DatabaseBuilder.link_lists`);
+- a model fixture (Django's dumpdata: a list of `{"model": "app.name", "pk": 1, "fields":
+  {...}}`) -> one table per model (`FixtureLoader`): key `id`, fields as columns, a field of
+  another model's pks a foreign key `<field>_id`, a list of them a link table;
 - an object keyed by values of one ordered kind (ISO dates or datetimes, months `2024-05`,
   years) whose values are objects -> a series: rows with a typed column for the key (`date`,
   `month`, `year`, `time`), keyed by (parent key, that column), e.g. `flights.*.dates` ->
@@ -302,7 +307,11 @@ class JsonLoader:
                 raise SourceError(
                     f"{self.name}: the JSON document is an empty list: nothing to ingest"
                 )
-            self.array(document, stem, "$")
+            fixture = model_fixture(document)
+            if fixture:
+                FixtureLoader(self, *fixture).load(document)
+            else:
+                self.array(document, stem, "$")
         elif isinstance(document, dict):
             if not document:
                 raise SourceError(
@@ -592,6 +601,149 @@ class JsonLoader:
         spec.link_by_value = True
         self.specs.append(spec)
         return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Model fixtures: Django dumpdata and the like
+
+_FIXTURE_TYPE_KEYS = ("model", "type")
+_FIXTURE_KEY_KEYS = ("pk", "id")
+
+
+def model_fixture(items: list) -> tuple[str, str] | None:
+    """(type key, key key) when a list is a model fixture such as Django's dumpdata: every
+    item is `{"model": "app.name", "pk": 1, "fields": {...}}` (or `type`/`id`) and nothing
+    else; None for any other list."""
+    if not items or not all(isinstance(i, dict) for i in items):
+        return None
+    for type_key in _FIXTURE_TYPE_KEYS:
+        for key_key in _FIXTURE_KEY_KEYS:
+            if all(
+                set(i) == {type_key, key_key, "fields"}
+                and isinstance(i[type_key], str)
+                and i[type_key]
+                and isinstance(i["fields"], dict)
+                and _is_scalar(i[key_key])
+                and i[key_key] is not None
+                for i in items
+            ):
+                return type_key, key_key
+    return None
+
+
+def _squashed(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+class FixtureLoader:
+    """One table per model (`chinook.track` -> `track`), keyed by its pk (column `id`), with
+    the fields as columns. A field whose name names another model and whose values are all
+    that model's pks is a foreign key stored as `<field>_id` (Django's own column); a field of
+    lists of such pks (many-to-many) is a link table `(<model>_id, <other>_id)` keyed by both."""
+
+    def __init__(self, loader: JsonLoader, type_key: str, key_key: str):
+        self.loader, self.type_key, self.key_key = loader, type_key, key_key
+        self.tables: dict[str, str] = {}  # model label -> table
+        self.keys: dict[str, set] = {}  # model label -> its pks
+        self.pending: list[tuple[str, str, str]] = []  # (table, column, model it refers to)
+
+    def load(self, items: list[dict]) -> None:
+        by_model: dict[str, list[dict]] = {}
+        for item in items:
+            by_model.setdefault(item[self.type_key], []).append(item)
+        for model, records in by_model.items():
+            self.keys[model] = {r[self.key_key] for r in records}
+        links: list[tuple[str, str, str, list]] = []
+        for model, records in by_model.items():
+            links += self.model_table(model, records)
+        builder = self.loader.builder
+        for table, column, model in self.pending:
+            other = self.tables[model]
+            builder.declare_foreign_key(table, column, other, builder.tables[other].primary_key)
+        for model, field_name, target, pairs in links:
+            self.link_table(model, field_name, target, pairs)
+
+    def path(self, model: str) -> str:
+        return f"$[?{self.type_key}=={model}]"
+
+    def target(self, field_name: str, model: str, values: list) -> str | None:
+        """The model a field refers to: its name names it (`album`, `media_type` for
+        `mediatype`, `parent_category` for `category`) and every value is one of its pks."""
+        name = _squashed(field_name)
+        if name.endswith("id") and len(name) > 2:
+            name = name[:-2]
+        names = {name, _squashed(singular(field_name))}
+        candidates = []
+        for other in self.keys:
+            other_name = _squashed(other.rsplit(".", 1)[-1])
+            named = other_name in names or (len(other_name) >= 3 and name.endswith(other_name))
+            if named and values and set(values) <= self.keys[other]:
+                candidates.append((other_name not in names, -len(other_name), other))
+        return min(candidates)[2] if candidates else None
+
+    def model_table(self, model: str, records: list[dict]) -> list[tuple[str, str, str, list]]:
+        fields: list[str] = []
+        for record in records:
+            fields += [f for f in record["fields"] if f not in fields]
+        key_column = "id" if "id" not in map(sql_name, fields) else "pk"
+        renames, links, drop = {}, [], set()
+        for field_name in fields:
+            values = [r["fields"].get(field_name) for r in records]
+            present = [v for v in values if v is not None]
+            if present and all(_is_scalar(v) and not isinstance(v, bool) for v in present):
+                target = self.target(field_name, model, present)
+                column = f"{sql_name(field_name)}_id"
+                if target and not sql_name(field_name).endswith("_id"):
+                    if column not in map(sql_name, fields):
+                        renames[field_name] = (column, target)
+                elif target:
+                    renames[field_name] = (sql_name(field_name), target)
+            elif present and all(
+                isinstance(v, list) and all(_is_scalar(i) and i is not None for i in v)
+                for v in present
+            ):
+                flat = [i for v in present for i in v]
+                target = self.target(field_name, model, flat)
+                if target:
+                    pairs = [
+                        (r[self.key_key], v)
+                        for r in records
+                        for v in r["fields"].get(field_name) or []
+                    ]
+                    links.append((model, field_name, target, pairs))
+                    drop.add(field_name)
+        rows = []
+        for record in records:
+            row = {key_column: record[self.key_key]}
+            for field_name, value in record["fields"].items():
+                if field_name in drop:
+                    continue
+                row[renames[field_name][0] if field_name in renames else field_name] = value
+            rows.append(row)
+        raw = model.rsplit(".", 1)[-1]
+        spec = self.loader.collection(raw, [(None, r) for r in rows], self.path(model), None)
+        self.tables[model] = spec.name
+        for column, target in renames.values():
+            self.pending.append((spec.name, sql_name(column), target))
+        return links
+
+    def link_table(self, model: str, field_name: str, target: str, pairs: list) -> None:
+        table, other = self.tables[model], self.tables[target]
+        mine = f"{singular(table)}_id"
+        theirs = f"{singular(other)}_id"
+        if theirs == mine:
+            theirs = f"{singular(sql_name(field_name))}_id"
+        unique = list(dict.fromkeys(pairs))
+        builder = self.loader.builder
+        types = {mine: builder.tables[table].types[builder.tables[table].primary_key]}
+        types[theirs] = builder.tables[other].types[builder.tables[other].primary_key]
+        rows = [{mine: a, theirs: b} for a, b in unique]
+        name = self.loader.table_name(f"{singular(table)}_{sql_name(field_name)}")
+        spec = self.loader.write(
+            name, rows, "", f"{self.path(model)}.fields.{field_name}[*]", types, [mine, theirs]
+        )
+        builder.declare_foreign_key(spec.name, mine, table, builder.tables[table].primary_key)
+        builder.declare_foreign_key(spec.name, theirs, other, builder.tables[other].primary_key)
 
 
 def _leaves(mapping: Any, prefix: str):

@@ -72,6 +72,47 @@ _TABLE_CONSTRAINT = {"PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN
                      "FULLTEXT", "SPATIAL", "EXCLUDE", "PERIOD"}  # fmt: skip
 
 
+def is_table_constraint(item: list[Tok]) -> bool:
+    """A CREATE TABLE item is a table constraint, not a column, only when its first word is
+    followed by what that constraint needs: `key int`, `index integer`, `period text` and
+    Sakila's `fulltext tsvector` are columns, `KEY idx (a)` and `PERIOD FOR p (a, b)` are not.
+    A quoted identifier is always a column."""
+    if not item or item[0].kind != "word" or item[0].up not in _TABLE_CONSTRAINT:
+        return False
+    word = item[0].up
+    after = [t.up if t.kind == "word" else t.text for t in item[1:4]] + ["", "", ""]
+    if word == "CONSTRAINT":  # CONSTRAINT name PRIMARY KEY ... / CONSTRAINT PRIMARY KEY ...
+        return bool({after[0], after[1]} & _CONSTRAINT_BODIES)
+    if word in ("PRIMARY", "FOREIGN"):
+        return after[0] == "KEY"
+    if word == "CHECK":
+        return after[0] == "("
+    if word == "EXCLUDE":
+        return after[0] in ("USING", "(")
+    if word == "PERIOD":
+        return after[0] == "FOR"
+    # UNIQUE / KEY / INDEX / FULLTEXT / SPATIAL [KEY|INDEX] [name] [USING x] (columns)
+    k = 1
+    if word in ("UNIQUE", "FULLTEXT", "SPATIAL") and after[0] in ("KEY", "INDEX"):
+        if word == "UNIQUE" or len(item) == 2:
+            return True
+        k = 2
+    return _index_columns_follow(item, k)
+
+
+def _index_columns_follow(item: list[Tok], k: int) -> bool:
+    """`(a, ...)`, `name (a, ...)` or `name USING btree (a)` from `item[k]`: an index's
+    column list, not a column type such as `varchar(20)` (whose parenthesis holds a number)."""
+    if k < len(item) and item[k].kind in ("word", "id") and item[k].up != "USING":
+        k += 1  # the index name
+    if k < len(item) and item[k].up == "USING":
+        return True
+    return k + 1 < len(item) and item[k].text == "(" and item[k + 1].kind in ("word", "id")
+
+
+_CONSTRAINT_BODIES = {"PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "EXCLUDE", "KEY", "INDEX"}
+
+
 @dataclass
 class Tok:
     kind: str  # str, id, word, num, hex, op
@@ -725,7 +766,7 @@ class DumpReader:
             for item in _split_items(tokens[i + 1 : j]):
                 if not item:
                     continue
-                if item[0].up in _TABLE_CONSTRAINT and item[0].kind == "word":
+                if is_table_constraint(item):
                     self.constraint(table, item)
                 else:
                     self.column(table, item)
@@ -865,7 +906,7 @@ class DumpReader:
                 self.skipped += 1
                 continue
             body = action[1:]
-            if body and body[0].up in _TABLE_CONSTRAINT:
+            if body and is_table_constraint(body):
                 if table is None:
                     raise self.fail(line, f"ALTER TABLE {name}: no such table")
                 try:
