@@ -321,3 +321,26 @@ def test_every_generated_test_of_the_series_passes_verification(flights_db):
     assert any(
         t.startswith("def test_create_playlist__no_fields") for t in tools.tests["create_playlist"]
     )
+
+
+def test_a_crash_or_a_no_op_fails_the_generated_tests(flights_db):
+    """The empty-call test rejects a create that crashes with a raw SQL error (a crash is no
+    refusal), and the update test rejects an update that changes nothing."""
+    tools = generate_tools(flights_db, "an airline")
+    tools.functions["create_playlist"] = (
+        "def create_playlist(db, **params):\n"
+        "    names = ', '.join(params)\n"
+        "    marks = ', '.join('?' for _ in params)\n"
+        "    cur = db.execute(f'INSERT INTO playlist ({names}) VALUES ({marks})', list(params.values()))\n"
+        "    return dict(db.execute('SELECT * FROM playlist WHERE rowid = ?', (cur.lastrowid,)).fetchone())\n"
+    )
+    tools.functions["update_flight_date"] = (
+        "def update_flight_date(db, **params):\n"
+        "    return get_flight_date(db, flight_number=params['flight_number'], date=params['date'])\n"
+    )
+    with SandboxPool(workers=1) as pool:
+        report, kept = verify_tools("airline", flights_db, tools, pool=pool)
+    verdicts = {v.name: v for v in report.verdicts}
+    assert any("__no_fields" in t for t in verdicts["create_playlist"].failed_tests)
+    assert not verdicts["update_flight_date"].verified
+    assert "update_flight_date" not in kept.names()

@@ -11,7 +11,9 @@ parameters take ISO 8601 (`format: date` / `date-time`), and a date alone bounds
 filter by whole days.
 A table keyed by several columns (a link table, parent key + date) gets add_/remove_ tools
 (add_track_to_playlist refuses an existing link or unknown keys, remove_ names a link that does
-not exist) and a link between two tables lists either side (list_tracks_for_playlist).
+not exist), get_/update_ by every key part when it has other fields (a flight date's status),
+and a link between two tables lists either side (list_tracks_for_playlist). A key the caller
+gives (text, a date) still gets a create tool; an empty create inserts the defaults.
 Entity and tool names are English (`naming`): orders -> order / orders, people -> person.
 Each tool comes with an OpenAI JSON schema, a kind (read/write) and several unit tests whose
 expectations are computed now from the real rows, so a tool that passes them really answers
