@@ -581,7 +581,7 @@ def main() -> None:
             reply = worker.handle(json.loads(frame))
         except BaseException as exc:  # noqa: BLE001 - the worker must keep serving
             try:
-                error = _describe(exc)
+                error = f"the sandbox worker failed: {_describe_program(exc)}"
             except BaseException:  # noqa: BLE001
                 error = type(exc).__name__
             reply = json.dumps({"ok": False, "error": error, "error_kind": "worker_error"})
