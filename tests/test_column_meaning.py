@@ -297,7 +297,8 @@ def test_enum_enforced_by_create_and_update(run, airline_tools):
     props = airline_tools.schemas["create_member"]["function"]["parameters"]["properties"]
     assert props["cabin"]["enum"] == ["basic_economy", "business", "economy"]
     message = run.error("create_member", name="Bo", cabin="banana")
-    assert "members.cabin must be one of" in message and "'business'" in message
+    # the allowed values in words, not as a Python list
+    assert "members.cabin must be one of basic_economy, business or economy" in message
     assert run("create_member", name="Bo", cabin="business")["cabin"] == "business"
     assert "banana" in run.error("update_member", member_id=1, cabin="banana")
     assert run("update_member", member_id=1, cabin="economy")["cabin"] == "economy"

@@ -47,16 +47,7 @@ def publish_package(
             conn.execute(f"DROP TABLE IF EXISTS {PROVENANCE_TABLE}")
         with sqlite3.connect(state) as conn:
             conn.execute("VACUUM")
-        tables = {
-            t.name: {
-                "primary_key": [t.primary_key] if t.primary_key else [],
-                "foreign_keys": [
-                    {"column": c, "references": f"{rt}.{rc}"}
-                    for c, (rt, rc) in t.foreign_keys.items()
-                ],
-            }
-            for t in read_schema(state).values()
-        }
+        tables = manifest_tables(state)
         manifest = {
             "name": spec.name,
             "version": version,
@@ -87,3 +78,17 @@ def next_version_on_disk(root: Path, name: str) -> int:
     """Past every version directory of `name` under root, so none is overwritten."""
     versions = [int(p.name[1:]) for p in (Path(root) / name).glob("v*") if p.name[1:].isdigit()]
     return max(versions, default=0) + 1
+
+
+def manifest_tables(db_path: str | Path) -> dict[str, dict[str, Any]]:
+    """The manifest's `tables`: each table's key columns (all of a composite key, in order)
+    and the links it holds."""
+    return {
+        t.name: {
+            "primary_key": list(t.key_columns),
+            "foreign_keys": [
+                {"column": c, "references": f"{rt}.{rc}"} for c, (rt, rc) in t.foreign_keys.items()
+            ],
+        }
+        for t in read_schema(db_path).values()
+    }

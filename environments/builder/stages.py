@@ -12,6 +12,7 @@ Stages hand each other typed results; tools stay a `ToolSet` until the package i
 
 from __future__ import annotations
 
+import sqlite3
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aw_site.refusals import JobRefused
-from environments.discovery.schema import read_schema
+from environments.discovery.domain_rules import infer_rules
+from environments.discovery.schema import Table, read_schema
 from environments.discovery.tool_generator import ToolSet
 from environments.discovery.verification import verify_tools
 
@@ -277,13 +279,13 @@ def schema_stage(origin: OriginStages, ingested: IngestResult, progress: Progres
     facts: dict[str, Any] = {
         "tables": len(schema),
         "columns": sum(len(t.columns) for t in schema.values()),
-        "primary_keys": {n: t.primary_key for n, t in schema.items() if t.primary_key},
+        "primary_keys": {n: _key_words(t) for n, t in schema.items() if t.key_columns},
         "foreign_keys": [
             f"{n}.{c} -> {rt}.{rc}"
             for n, t in schema.items()
             for c, (rt, rc) in t.foreign_keys.items()
         ],
-        "enums": {n: t.group_columns() for n, t in schema.items() if t.group_columns()},
+        "enums": enum_columns(ingested.db_path, schema),
     }
     category = origin.spec.category
     if category is None:
@@ -293,6 +295,28 @@ def schema_stage(origin: OriginStages, ingested: IngestResult, progress: Progres
     facts.update(origin.schema_facts(ingested))
     progress(1.0, f"{facts['tables']} tables, {len(facts['foreign_keys'])} links")
     return SchemaResult(category, facts)
+
+
+def _key_words(table: Table) -> str:
+    """`track_id`, or `playlist_id + track_id` for a key of several columns."""
+    return " + ".join(table.key_columns)
+
+
+def enum_columns(db_path: str | Path, schema: dict[str, Table]) -> dict[str, dict[str, list]]:
+    """table -> column -> allowed values: the enum and state columns the tools enforce
+    (domain_rules), not merely the columns with few values."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        found: dict[str, dict[str, list]] = {}
+        for name, table in schema.items():
+            rules = infer_rules(conn, table)
+            columns = {c: list(r.values) for c, r in rules.states.items()}
+            columns.update({c: list(v) for c, v in rules.enums.items() if c not in columns})
+            if columns:
+                found[name] = columns
+        return found
+    finally:
+        conn.close()
 
 
 def classify_database(spec: EnvironmentSpec, db_path: str | Path) -> CategoryPath:

@@ -64,6 +64,12 @@ _AS_SINGULARS = frozenset(
 )
 
 
+# Nouns ending in -ch said /k/ take a plain -s (monarchs, epochs), which inflect, reading the
+# -ch as in church, gets wrong for the ones it does not list.
+_HARD_CH = ("narch", "iarch", "garch", "xarch", "rarch", "emarch", "epoch", "eunuch", "loch")
+_HARD_CH += ("tech", "triptych", "czech", "psych", "stomach")
+
+
 def _split(name: str) -> tuple[str, str]:
     head, sep, last = name.rpartition("_")
     return head + sep, last
@@ -95,6 +101,8 @@ def plural(name: str) -> str:
     head, word = _split(base)
     if not word or word.lower() in UNCOUNTABLE or not any(v in word.lower() for v in "aeiouy"):
         return base
+    if word.lower().endswith(_HARD_CH):
+        return head + word + ("S" if word.isupper() else "s")
     if word[:1].isupper():  # inflect reads a capital as a proper name: Currency -> Currencys
         cut = 0 if word.isupper() else max(i for i, ch in enumerate(word) if ch.isupper())
         lead, last = word[:cut], word[cut:]  # CamelCase: NationLanguage -> Nation, Language
@@ -108,6 +116,11 @@ def _match_case(original: str, word: str) -> str:
 
 
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def with_article(words: str) -> str:
+    """'a' or 'an' by the sound of the first word (inflect): an order item, a user, an hour."""
+    return _ENGINE.a(words) if words else words
 
 
 @lru_cache(maxsize=4096)

@@ -14,6 +14,13 @@ from .naming import plural, singular
 from .sources.base import PROVENANCE_TABLE
 
 LOW_CARDINALITY = 40
+NEAR_UNIQUE = 0.8  # a column with more distinct values than this share of rows is near-unique
+
+
+def _is_identifier(name: str) -> bool:
+    """customer_id, CustomerId, id: a column that names a row rather than measuring it."""
+    lower = name.lower()
+    return lower == "id" or lower.endswith("_id") or (name.endswith("Id") and len(name) > 2)
 
 
 @dataclass
@@ -64,13 +71,29 @@ class Table:
         return next(c for c in self.columns if c.name == name)
 
     def group_columns(self) -> list[str]:
-        """Columns with few distinct values: good GROUP BY candidates."""
+        """Columns with few distinct values: good GROUP BY candidates. A unique or near-unique
+        column (an email, a phone: as many values as rows, or nearly) makes groups of one."""
         return [
             c.name
             for c in self.columns
             if c.name != self.primary_key
+            and c.name not in self.unique
             and c.kind in ("text", "integer", "boolean")
             and 1 < self.distinct.get(c.name, 0) <= LOW_CARDINALITY
+            and self.distinct.get(c.name, 0) <= NEAR_UNIQUE * self.row_count
+        ]
+
+    def measure_columns(self) -> list[str]:
+        """Numeric columns that measure something (price, quantity), worth a sum or an average:
+        not a key, a reference to another table, or an identifier."""
+        return [
+            c.name
+            for c in self.columns
+            if c.numeric
+            and c.name not in self.key_columns
+            and c.name != self.primary_key
+            and c.name not in self.foreign_keys
+            and not _is_identifier(c.name)
         ]
 
 

@@ -11,7 +11,9 @@ parameters take ISO 8601 (`format: date` / `date-time`), and a date alone bounds
 filter by whole days.
 A table keyed by several columns (a link table, parent key + date) gets add_/remove_ tools
 (add_track_to_playlist refuses an existing link or unknown keys, remove_ names a link that does
-not exist) and a link between two tables lists either side (list_tracks_for_playlist).
+not exist), get_/update_ by every key part when it has other fields (a flight date's status),
+and a link between two tables lists either side (list_tracks_for_playlist). A key the caller
+gives (text, a date) still gets a create tool; an empty create inserts the defaults.
 Entity and tool names are English (`naming`): orders -> order / orders, people -> person.
 Each tool comes with an OpenAI JSON schema, a kind (read/write) and several unit tests whose
 expectations are computed now from the real rows, so a tool that passes them really answers
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .domain_rules import StateRule, TableRules, infer_rules
+from .naming import with_article, words_of
 from .schema import Table, read_schema
 from .tool_prelude import __file__ as _PRELUDE_FILE
 from .tool_prelude import _compare as _compare_clause
@@ -85,13 +88,24 @@ class ToolSet:
             self.origin[name] = other.origin.get(name, "llm")
 
 
-_TEST_PRELUDE = '''def _expect_error(call, tool, **arguments):
-    """The call must fail: the runtime raises, or returns an error result."""
+_TEST_PRELUDE = '''def _is_refusal(exc):
+    """A failure in words: an argument or a rule refused, not a crash (a database error, a
+    TypeError) nor an escape, timeout or unknown tool."""
+    kind = getattr(exc, "error_kind", None)
+    if kind is not None:
+        return kind in ("tool_error", "invalid_arguments")
+    slips = (KeyError, IndexError, UnicodeError)
+    refusals = (ValueError, LookupError, PermissionError)
+    return isinstance(exc, refusals) and not isinstance(exc, slips)
+
+
+def _expect_error(call, tool, **arguments):
+    """The call must fail in words: the runtime raises a refusal, or returns an error result."""
     try:
         result = call(tool, **arguments)
     except Exception as exc:
-        if getattr(exc, "error_kind", "tool_error") not in ("tool_error", "invalid_arguments"):
-            raise  # an escape, timeout or unknown tool is never the expected error
+        if not _is_refusal(exc):
+            raise  # a crash, an escape, a timeout or an unknown tool is never the expected error
         return str(exc)
     if isinstance(result, dict) and result.get("error"):
         return str(result["error"])
@@ -124,6 +138,7 @@ def _spec(table: Table, rules: TableRules) -> dict:
         "children": [list(c) for c in table.children],
         "unique": sorted(table.unique),
         "group_columns": table.group_columns(),
+        "measures": table.measure_columns(),
         **rules.spec(),
     }
 
@@ -245,9 +260,9 @@ class _Generator:
         cols = ", ".join(c.name for c in t.columns)
         schema = _schema(
             name,
-            f"Get one {t.entity} from {self.label} by its key {pk}. Returns all fields: {cols}. "
-            f"Fails with a not-found error when no {t.entity} has that {pk}.",
-            {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+            f"Get one {_noun(t)} from {self.label} by its key {pk}. Returns all fields: {cols}. "
+            f"Fails with a not-found error when no {_noun(t)} has that {pk}.",
+            {pk: _prop(kind, f"The {_noun(t)}'s {pk}.")},
             [pk],
         )
         sample = self.rows(t, limit=3)
@@ -289,12 +304,12 @@ class _Generator:
         props["descending"] = {"type": "boolean", "description": "Sort from largest to smallest."}
         func = _tool_source(
             name,
-            f"Search {t.entities} by field filters; returns total and one page of rows.",
+            f"Search {_nouns(t)} by field filters; returns total and one page of rows.",
             f"_search(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
-            f"Search the {t.row_count} {t.entities} of {self.label}. Filter by exact values, "
+            f"Search the {_nouns(t)} of {self.label}. Filter by exact values, "
             f"by substring for text (<field>_contains), by inclusive range for numbers and dates "
             f"(min_<field>, max_<field>); sort and page with order_by, descending, limit, offset. "
             f"Returns {{total, count, rows}}.",
@@ -373,16 +388,16 @@ class _Generator:
         kind = parent.column(pk).kind
         func = _tool_source(
             name,
-            f"{child.entities} whose {column} is this {parent.entity}.",
+            f"{_nouns(child)} whose {column} is this {_noun(parent)}.",
             f"_list_children(db, {self.spec_const(child.name)}, {column!r}, "
             f"{self.spec_const(parent.name)}, params)",
         )
         schema = _schema(
             name,
-            f"List the {child.entities} that belong to one {parent.entity} "
+            f"List the {_nouns(child)} that belong to one {_noun(parent)} "
             f"({child.name}.{column} = {parent.name}.{pk}) in {self.label}. "
-            f"Fails when the {parent.entity} does not exist. Returns {{total, count, rows}}.",
-            {pk: _prop(kind, f"The {parent.entity}'s {pk}."), **_PAGING},
+            f"Fails when the {_noun(parent)} does not exist. Returns {{total, count, rows}}.",
+            {pk: _prop(kind, f"The {_noun(parent)}'s {pk}."), **_PAGING},
             [pk],
         )
         busiest = self.conn.execute(
@@ -402,7 +417,7 @@ class _Generator:
         self.add(name, "read", func, schema, tests)
 
     def aggregate_tool(self, t: Table) -> None:
-        numeric = [c.name for c in t.columns if c.numeric and c.name != t.primary_key]
+        numeric = self.specs[t.name]["measures"]
         ordered = [c.name for c in t.columns if c.ordered]
         groups = t.group_columns()
         if not numeric and not groups:
@@ -417,7 +432,8 @@ class _Generator:
             "column": {
                 "type": "string",
                 "enum": sorted(set(numeric + ordered)) or [c.name for c in t.columns],
-                "description": "Column to aggregate (numeric for sum/avg).",
+                "description": "Column to aggregate"
+                + (f" (sum/avg: {', '.join(numeric)} only)." if numeric else " (no sum/avg)."),
             },
         }
         if groups:
@@ -428,14 +444,16 @@ class _Generator:
             }
         func = _tool_source(
             name,
-            f"Count, sum, average, min or max over {t.entities}, optionally grouped.",
+            f"Count, sum, average, min or max over {_nouns(t)}, optionally grouped.",
             f"_aggregate(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
-            f"Aggregate the {t.entities} of {self.label}: count, sum, avg, min or max of a "
-            f"column, over all rows or grouped by one of {groups or 'no column'}. "
-            f"Returns {{value}} or {{groups: [{{group, value}}]}}.",
+            f"Aggregate the {_nouns(t)} of {self.label}: count, sum, avg, min or max of a "
+            f"column, over all rows"
+            + (f" or grouped by one of {', '.join(groups)}" if groups else "")
+            + ". Returns {value}"
+            + (" or {groups: [{group, value}]}." if groups else "."),
             props,
             ["metric"],
         )
@@ -564,13 +582,9 @@ class _Generator:
         row = dict(base[0])
         pk = t.primary_key
         kind = t.column(pk).kind
-        if kind == "integer":
-            row[pk] = (
-                self.conn.execute(f'SELECT MAX("{pk}") FROM "{t.name}"').fetchone()[0] or 0
-            ) + 1000
-        elif kind == "text":
-            row[pk] = f"{row[pk]}-NEW"
-        else:
+        # A fresh key the caller gives: past the largest number, a day no row has, text marked new.
+        row[pk] = _fresh_value(kind, row[pk], self.max_value(t, pk))
+        if row[pk] is None or self.count(t, f'"{pk}" = ?', (row[pk],)):
             return None
         for column in t.unique - {pk}:
             if isinstance(row.get(column), str):
@@ -584,14 +598,14 @@ class _Generator:
         spec = self.specs[t.name]
         func = _tool_source(
             name,
-            f"Create a {t.entity}; validates required fields, types, links, uniqueness.",
+            f"Create {_a(t)}; validates required fields, types, links, uniqueness.",
             f"_create(db, {self.spec_const(t.name)}, params)",
         )
         auto = " Leave out the key to get the next number." if t.integer_key else ""
         required = ", ".join(spec["required"]) or "nothing (every field is optional)"
         schema = _schema(
             name,
-            f"Create a new {t.entity} in {self.label}. Required: {required}."
+            f"Create {_a(t, 'new')} in {self.label}. Required: {required}."
             f"{auto} Links to other tables must exist and unique fields must be new. "
             f"Returns the created row.",
             self.field_props(t, skip_key=False),
@@ -608,6 +622,7 @@ class _Generator:
         existing = self.rows(t, limit=1)[0]
         dup = _booleans(t, {k: v for k, v in existing.items() if v is not None})
         tests.append(_refusal_test(name, "duplicate_key", f"**{dup!r}"))
+        tests.append(self.empty_create_test(t, name))
         if spec["required"]:
             partial = {k: v for k, v in row.items() if k != spec["required"][-1]}
             tests.append(
@@ -629,6 +644,30 @@ class _Generator:
         tests += self.rule_tests(t, name, row, [c.name for c in t.columns])
         self.add(name, "write", func, schema, tests)
 
+    def empty_create_test(self, t: Table, name: str) -> str:
+        """Called with no field: refused, naming a required field, or (every field optional,
+        no CHECK the defaults might break) a row of defaults is created."""
+        required = self.specs[t.name]["required"]
+        if required:
+            return (
+                f"def test_{name}__no_fields(call):\n"
+                f"    message = _expect_error(call, {name!r})\n"
+                f"    assert {required[0]!r} in message, message\n"
+            )
+        sql = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (t.name,)
+        ).fetchone()[0]
+        search = f"search_{t.entities}"
+        if "CHECK" in (sql or "").upper() or search not in self.out.functions:
+            return _refusal_or_row_test(name)
+        return (
+            f"def test_{name}__no_fields(call):\n"
+            f"    before = call({search!r}, limit=1)['total']\n"
+            f"    created = call({name!r})\n"
+            f"    assert isinstance(created, dict) and created, created\n"
+            f"    assert call({search!r}, limit=1)['total'] == before + 1\n"
+        )
+
     def update_tool(self, t: Table) -> None:
         name, pk = f"update_{t.entity}", t.primary_key
         rules = self.rules[t.name]
@@ -644,12 +683,12 @@ class _Generator:
             return
         func = _tool_source(
             name,
-            f"Change fields of one {t.entity}; the key cannot change.",
+            f"Change fields of one {_noun(t)}; the key cannot change.",
             f"_update(db, {self.spec_const(t.name)}, params)",
         )
         kind = t.column(pk).kind
         props = {
-            pk: _prop(kind, f"The {t.entity}'s {pk}."),
+            pk: _prop(kind, f"The {_noun(t)}'s {pk}."),
             **self.field_props(t, skip_key=True, skip_states=True),
         }
         states = "".join(
@@ -658,7 +697,7 @@ class _Generator:
         )
         schema = _schema(
             name,
-            f"Update fields of one existing {t.entity} in {self.label} (identified by {pk}). "
+            f"Update fields of one existing {_noun(t)} in {self.label} (identified by {pk}). "
             f"Give only the fields to change; links must exist.{states} Returns the updated row.",
             props,
             [pk],
@@ -705,15 +744,15 @@ class _Generator:
             sources = [v for v in rule.values if target in rule.transitions.get(v, [])]
             func = _tool_source(
                 name,
-                f"Set one {t.entity}'s {column} to {target!r} where the lifecycle allows.",
+                f"Set one {_noun(t)}'s {column} to {target!r} where the lifecycle allows.",
                 f"_transition(db, {const}, {column!r}, {target!r}, {name!r}, params)",
             )
             schema = _schema(
                 name,
-                f"Set the {column} of one {t.entity} in {self.label} to '{target}'. Allowed only "
+                f"Set the {column} of one {_noun(t)} in {self.label} to '{target}'. Allowed only "
                 f"when its {column} is {' or '.join(repr(v) for v in sources)}; any other move is "
                 f"refused with the allowed ones. {moves} Returns the updated row.",
-                {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+                {pk: _prop(kind, f"The {_noun(t)}'s {pk}.")},
                 [pk],
             )
             tests = self.transition_tests(t, rule, name, target, {})
@@ -728,19 +767,19 @@ class _Generator:
         ]
         func = _tool_source(
             name,
-            f"Move one {t.entity}'s {column} to another value the lifecycle allows.",
+            f"Move one {_noun(t)}'s {column} to another value the lifecycle allows.",
             f"_transition(db, {const}, {column!r}, None, {name!r}, params)",
         )
         others = ", ".join(rule.tools.values())
         schema = _schema(
             name,
-            f"Change the {column} of one {t.entity} in {self.label} to "
+            f"Change the {column} of one {_noun(t)} in {self.label} to "
             f"{' or '.join(repr(v) for v in targets)}"
             f"{f' (other values through {others})' if others else ''}. Refused for a value "
             f"outside {rule.values} or a move the data never shows. {moves} "
             f"Returns the updated row.",
             {
-                pk: _prop(kind, f"The {t.entity}'s {pk}."),
+                pk: _prop(kind, f"The {_noun(t)}'s {pk}."),
                 column: {
                     "type": "string",
                     "enum": list(rule.values),
@@ -812,14 +851,14 @@ class _Generator:
         kind = t.column(pk).kind
         func = _tool_source(
             name,
-            f"Delete one {t.entity}; refused while other rows refer to it.",
+            f"Delete one {_noun(t)}"
+            + ("; refused while other rows refer to it." if t.children else "."),
             f"_delete(db, {self.spec_const(t.name)}, params)",
         )
         schema = _schema(
             name,
-            f"Delete one {t.entity} from {self.label} by {pk}. Refused while rows of "
-            f"{', '.join(c for c, _ in t.children) or 'no other table'} refer to it.",
-            {pk: _prop(kind, f"The {t.entity}'s {pk}.")},
+            f"Delete one {_noun(t)} from {self.label} by {pk}.{_referrers(t)}",
+            {pk: _prop(kind, f"The {_noun(t)}'s {pk}.")},
             [pk],
         )
         leaf = self.leaf_row(t)
@@ -877,6 +916,8 @@ class _Generator:
                 remove_name = f"remove_{b.entity}_from_{a.entity}"
         self.add_link_tool(t, add_name, refs)
         self.remove_link_tool(t, remove_name)
+        self.get_link_tool(t)
+        self.update_link_tool(t)
         if len(t.key_columns) == 2 and len(refs) == 2:
             first, second = t.key_columns
             self.linked_list_tool(t, first, second)
@@ -931,17 +972,13 @@ class _Generator:
 
     def add_link_tool(self, t: Table, name: str, refs: dict) -> None:
         spec, keys = self.specs[t.name], t.key_columns
-        props = {}
-        for c in t.columns:
-            note = ""
-            if c.name in t.foreign_keys:
-                note = " Must be an existing {}.{}.".format(*t.foreign_keys[c.name])
-            part = " Part of the key." if c.name in keys else ""
-            props[c.name] = _prop(c.kind, f"{c.name} ({c.kind}).{part}{note}")
+        props = self.field_props(t, skip_key=False)  # enums, bounds and formats, as create
+        for column in keys:
+            props[column]["description"] += " Part of the key."
         required = list(dict.fromkeys(keys + [c for c in spec["required"] if c in props]))
         func = _tool_source(
             name,
-            f"Add one {t.entity}, keyed by {self.link_key_words(t)}; refuses an existing one.",
+            f"Add one {_noun(t)}, keyed by {self.link_key_words(t)}; refuses an existing one.",
             f"_add_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
         )
         linked = "".join(
@@ -950,8 +987,8 @@ class _Generator:
         )
         schema = _schema(
             name,
-            f"Add a {t.entity} to {self.label}, identified by {self.link_key_words(t)} together."
-            f"{linked} Refused when a {t.entity} with the same {self.link_key_words(t)} already "
+            f"Add {_a(t)} to {self.label}, identified by {self.link_key_words(t)} together."
+            f"{linked} Refused when {_a(t)} with the same {self.link_key_words(t)} already "
             f"exists. Returns the added row.",
             props,
             required,
@@ -998,15 +1035,15 @@ class _Generator:
         keys = t.key_columns
         func = _tool_source(
             name,
-            f"Remove one {t.entity} by {self.link_key_words(t)}; refuses one that does not exist.",
+            f"Remove one {_noun(t)} by {self.link_key_words(t)}; refuses one that does not exist.",
             f"_remove_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
         )
         schema = _schema(
             name,
-            f"Remove the {t.entity} identified by {self.link_key_words(t)} from {self.label}. "
-            f"Fails, naming it, when no such {t.entity} exists. Returns {{removed, "
+            f"Remove the {_noun(t)} identified by {self.link_key_words(t)} from {self.label}. "
+            f"Fails, naming it, when no such {_noun(t)} exists. Returns {{removed, "
             f"{self.link_key_words(t)}}}.",
-            {c: _prop(t.column(c).kind, f"{c} of the {t.entity} to remove.") for c in keys},
+            {c: _prop(t.column(c).kind, f"{c} of the {_noun(t)} to remove.") for c in keys},
             list(keys),
         )
         order = ", ".join(f'"{c}"' for c in keys)
@@ -1034,6 +1071,110 @@ class _Generator:
         tests.append(_refusal_test(name, "incomplete_key", _kw({keys[0]: last[0]} if last else {})))
         self.add(name, "write", func, schema, tests)
 
+    def key_props(self, t: Table, purpose: str) -> dict:
+        return {
+            c: _prop(t.column(c).kind, f"{c} of the {_noun(t)}{purpose}.") for c in t.key_columns
+        }
+
+    def get_link_tool(self, t: Table) -> None:
+        """get_<entity> by every part of a composite key (a flight on one date)."""
+        name, keys = f"get_{t.entity}", t.key_columns
+        if len(keys) == len(t.columns):
+            return  # a pure link: the key is all there is to read
+        func = _tool_source(
+            name,
+            f"Get one {_noun(t)} by {self.link_key_words(t)}.",
+            f"_get_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
+        )
+        cols = ", ".join(c.name for c in t.columns)
+        schema = _schema(
+            name,
+            f"Get one {_noun(t)} from {self.label} by its key {self.link_key_words(t)} "
+            f"(all together). Returns all fields: {cols}. Fails with a not-found error when no "
+            f"{_noun(t)} has that key.",
+            self.key_props(t, ""),
+            list(keys),
+        )
+        tests = []
+        for i, row in enumerate(self.rows(t, limit=2)):
+            key = {c: row[c] for c in keys}
+            other = next((c.name for c in t.columns if c.name not in keys), keys[-1])
+            expected = _booleans(t, dict(row))[other]
+            tests.append(
+                f"def test_{name}__existing_{i}(call):\n"
+                f"    row = call({name!r}, {_kw(key)})\n"
+                f"    assert {{k: row[k] for k in {keys!r}}} == {key!r}\n"
+                f"    assert row[{other!r}] == {expected!r}\n"
+            )
+        fresh = self.fresh_link(t)
+        if fresh is not None:
+            missing = {c: fresh[c] for c in keys}
+            tests.append(_refusal_test(name, "missing", _kw(missing)))
+        tests.append(
+            _refusal_test(
+                name, "incomplete_key", _kw({keys[0]: _missing_key(t.column(keys[0]).kind)})
+            )
+        )
+        self.add(name, "read", func, schema, tests)
+
+    def update_link_tool(self, t: Table) -> None:
+        """update_<entity> of a composite-key row: its other fields, with the rules of create."""
+        name, keys = f"update_{t.entity}", t.key_columns
+        editable = [c for c in t.columns if c.name not in keys and c.name not in t.unique]
+        if not editable:
+            return
+        func = _tool_source(
+            name,
+            f"Change fields of one {_noun(t)}; its key {self.link_key_words(t)} cannot change.",
+            f"_update_link(db, {self.spec_const(t.name)}, {keys!r}, params)",
+        )
+        fields = {k: v for k, v in self.field_props(t, skip_key=False).items() if k not in keys}
+        schema = _schema(
+            name,
+            f"Update fields of one existing {_noun(t)} in {self.label}, identified by "
+            f"{self.link_key_words(t)} together (the key cannot change). Give only the fields "
+            f"to change; links must exist. Returns the updated row.",
+            {**self.key_props(t, " to change"), **fields},
+            list(keys),
+        )
+        rules = self.rules[t.name]
+        row = self.rows(t, limit=3)[-1]
+        key = {c: row[c] for c in keys}
+        column = editable[0]
+        current = _booleans(t, dict(row))[column.name]
+        if column.kind == "boolean":
+            new_value = not current
+        else:
+            new_value = _changed_value(column.kind, current, rules.bounds.get(column.name))
+        choices = rules.enums.get(column.name) or (
+            rules.states[column.name].values if column.name in rules.states else None
+        )
+        if choices:
+            new_value = next((v for v in choices if v != current), None)
+        if column.name in t.foreign_keys:
+            ref_table, ref_col = t.foreign_keys[column.name]
+            other = self.conn.execute(
+                f'SELECT "{ref_col}" FROM "{ref_table}" WHERE "{ref_col}" IS NOT ? LIMIT 1',
+                (current,),
+            ).fetchone()
+            new_value = None if other is None else other[0]
+        if new_value is None or new_value == current:
+            return
+        tests = [
+            f"def test_{name}__changes_{column.name}(call):\n"
+            f"    out = call({name!r}, {_kw({**key, column.name: new_value})})\n"
+            f"    assert out[{column.name!r}] == {new_value!r}\n"
+            f"    assert {{k: out[k] for k in {keys!r}}} == {key!r}\n",
+            _refusal_test(name, "no_field", _kw(key)),
+            _refusal_test(name, "unknown_field", _kw({**key, "no_such_field": 1})),
+        ]
+        fresh = self.fresh_link(t)
+        if fresh is not None:
+            missing = {c: fresh[c] for c in keys}
+            tests.append(_refusal_test(name, "missing", _kw({**missing, column.name: new_value})))
+        tests += self.rule_tests(t, name, key, [c.name for c in editable])
+        self.add(name, "write", func, schema, tests)
+
     def linked_list_tool(self, t: Table, via: str, target_column: str) -> None:
         """list_<targets>_for_<parent>: the rows one parent is linked to through the link table."""
         parent = self.schema[t.foreign_keys[via][0]]
@@ -1047,17 +1188,17 @@ class _Generator:
         pk = parent.primary_key
         func = _tool_source(
             name,
-            f"{target.entities} linked to one {parent.entity} through {t.name}.",
+            f"{_nouns(target)} linked to one {_noun(parent)} through {t.name}.",
             f"_list_linked(db, {self.spec_const(t.name)}, {via!r}, {target_column!r}, "
             f"{self.spec_const(target.name)}, {self.spec_const(parent.name)}, params)",
         )
         schema = _schema(
             name,
-            f"List the {target.entities} linked to one {parent.entity} in {self.label} "
-            f"(through {t.name}: {via} = the {parent.entity}'s {pk}, {target_column} = the "
-            f"{target.entity}). Fails when the {parent.entity} does not exist. "
-            f"Returns {{total, count, rows}} with the {target.entities}' fields.",
-            {pk: _prop(parent.column(pk).kind, f"The {parent.entity}'s {pk}."), **_PAGING},
+            f"List the {_nouns(target)} linked to one {_noun(parent)} in {self.label} "
+            f"(through {t.name}: {via} = the {_noun(parent)}'s {pk}, {target_column} = the "
+            f"{_noun(target)}). Fails when the {_noun(parent)} does not exist. "
+            f"Returns {{total, count, rows}} with the {_nouns(target)}' fields.",
+            {pk: _prop(parent.column(pk).kind, f"The {_noun(parent)}'s {pk}."), **_PAGING},
             [pk],
         )
         ref = t.foreign_keys[target_column][1]
@@ -1091,6 +1232,44 @@ class _Generator:
             _refusal_test(name, "missing_parent", _kw({pk: _missing_key(parent.column(pk).kind)}))
         )
         self.add(name, "read", func, schema, tests)
+
+
+def _referrers(t: Table) -> str:
+    """' Refused while rows of film_actor or inventory refer to it.', each table once; nothing
+    when no table refers to this one."""
+    tables = list(dict.fromkeys(child for child, _ in t.children))
+    if not tables:
+        return ""
+    named = tables[0] if len(tables) == 1 else ", ".join(tables[:-1]) + " or " + tables[-1]
+    return f" Refused while rows of {named} refer to it."
+
+
+def _refusal_or_row_test(name: str) -> str:
+    """An empty call either creates a row or is refused in words, never a crash."""
+    return (
+        f"def test_{name}__no_fields(call):\n"
+        f"    try:\n"
+        f"        created = call({name!r})\n"
+        f"    except Exception as exc:\n"
+        f"        if not _is_refusal(exc):\n"
+        f"            raise\n"
+        f"        return\n"
+        f"    assert isinstance(created, dict) and created, created\n"
+    )
+
+
+def _noun(t: Table) -> str:
+    """The entity in words for a description: order_item -> order item."""
+    return words_of(t.entity)
+
+
+def _nouns(t: Table) -> str:
+    return words_of(t.entities)
+
+
+def _a(t: Table, adjective: str = "") -> str:
+    """'an order item', 'a new order item': the article by the sound of the next word."""
+    return with_article(f"{adjective} {_noun(t)}".strip())
 
 
 def _booleans(t: Table, row: dict) -> dict:

@@ -9,6 +9,38 @@ the helpers are tested like any other code.
 _MAX_LIMIT = 100
 
 
+class _Refused(ValueError):
+    """A refusal raised on purpose (a rule, a duplicate, a missing field): the runtime hands
+    its message to the agent as it is, as a tool_error."""
+
+    tool_refusal = "tool_error"
+
+
+class _BadArgument(_Refused):
+    """An argument in the wrong form (not an ISO date, outside an enum, unknown): the runtime
+    reports it as invalid_arguments."""
+
+    tool_refusal = "invalid_arguments"
+
+
+class _NotFound(LookupError):
+    """No row with that key: a refusal in words, not a bug."""
+
+    tool_refusal = "tool_error"
+
+
+class _Forbidden(PermissionError):
+    """A move the rules forbid (a lifecycle step, a delete still referenced)."""
+
+    tool_refusal = "tool_error"
+
+
+def _one_of(values):
+    """Allowed values as a reader writes them: 'a, b or c'."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
 def _looks_like_date(text, kind):
     """An ISO date (YYYY-MM-DD); for a datetime column also YYYY-MM-DD[T| ]HH:MM[:SS[.f]] with
     an optional Z or +HH:MM offset."""
@@ -55,20 +87,20 @@ def _check_value(table, column, kind, value, param=None):
     where = f"argument {param!r}" if param else table + "." + column
     if kind == "integer":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{where} must be an integer, got {value!r}")
+            raise _BadArgument(f"{where} must be an integer, got {value!r}")
     elif kind == "real":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{where} must be a number, got {value!r}")
+            raise _BadArgument(f"{where} must be a number, got {value!r}")
         value = float(value)
     elif kind == "boolean":
         if not isinstance(value, bool) and value not in (0, 1):
-            raise ValueError(f"{where} must be true or false, got {value!r}")
+            raise _BadArgument(f"{where} must be true or false, got {value!r}")
         value = 1 if value else 0
     elif kind in ("date", "datetime"):
         if not _looks_like_date(value, kind):
-            raise ValueError(f"{where} must be an {_DATE_FORMS[kind]}, got {value!r}")
+            raise _BadArgument(f"{where} must be an {_DATE_FORMS[kind]}, got {value!r}")
     elif not isinstance(value, str):
-        raise ValueError(f"{where} must be a string, got {value!r}")
+        raise _BadArgument(f"{where} must be a string, got {value!r}")
     return value
 
 
@@ -85,13 +117,13 @@ def _fetch(db, spec, key):
     sql = f'SELECT * FROM "{spec["table"]}" WHERE "{spec["pk"]}" = ?'
     row = db.execute(sql, (key,)).fetchone()
     if row is None:
-        raise LookupError(f"no {spec['entity']} with {spec['pk']} = {key!r}")
+        raise _NotFound(f"no {spec['entity']} with {spec['pk']} = {key!r}")
     return _out(spec, row)
 
 
 def _take_key(spec, params):
     if spec["pk"] not in params:
-        raise ValueError(f"missing required argument {spec['pk']!r}")
+        raise _BadArgument(f"missing required argument {spec['pk']!r}")
     key = params.pop(spec["pk"])
     return _check_value(spec["table"], spec["pk"], spec["key_kind"], key, spec["pk"])
 
@@ -100,7 +132,7 @@ def _get(db, spec, params):
     params = dict(params)
     key = _take_key(spec, params)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     return _fetch(db, spec, key)
 
 
@@ -109,7 +141,7 @@ def _page(params):
     offset = params.pop("offset", 0)
     for name, value in (("limit", limit), ("offset", offset)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"argument {name!r} must be a non-negative integer, got {value!r}")
+            raise _BadArgument(f"argument {name!r} must be a non-negative integer, got {value!r}")
     return min(limit, _MAX_LIMIT), offset
 
 
@@ -132,11 +164,11 @@ def _search(db, spec, params):
         elif name.startswith("max_") and name[4:] in columns:
             column, op = name[4:], "<="
         else:
-            raise ValueError(f"unknown search filter {name!r}")
+            raise _BadArgument(f"unknown search filter {name!r}")
         kind = columns[column]["kind"]
         if op == "contains":
             if not isinstance(value, str):
-                raise ValueError(f"argument {name!r} must be a string, got {value!r}")
+                raise _BadArgument(f"argument {name!r} must be a string, got {value!r}")
             clauses.append(f'instr(lower("{column}"), lower(?)) > 0')
         else:
             value = _check_value(spec["table"], column, kind, value, name)
@@ -148,7 +180,7 @@ def _search(db, spec, params):
     order = ""
     if order_by:
         if order_by not in columns:
-            raise ValueError(f"cannot order by unknown column {order_by!r}")
+            raise _BadArgument(f"cannot order by unknown column {order_by!r}")
         order = f' ORDER BY "{order_by}" {"DESC" if descending else "ASC"}'
         if spec["pk"] and order_by != spec["pk"]:
             order += f', "{spec["pk"]}"'
@@ -175,7 +207,7 @@ def _list_children(db, child, column, parent, params):
     key = _take_key(parent, params)
     limit, offset = _page(params)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     _fetch(db, parent, key)
     table = child["table"]
     total = db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" = ?', (key,)).fetchone()[0]
@@ -192,27 +224,41 @@ def _aggregate(db, spec, params):
     column = params.pop("column", None)
     group_by = params.pop("group_by", None)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     columns = spec["columns"]
     if metric not in ("count", "sum", "avg", "min", "max"):
-        raise ValueError(f"metric must be count, sum, avg, min or max, got {metric!r}")
+        raise _BadArgument(f"metric must be count, sum, avg, min or max, got {metric!r}")
     if metric == "count":
         expression = "COUNT(*)" if column is None else f'COUNT("{column}")'
     else:
         if column is None:
-            raise ValueError(f"metric {metric!r} needs a column")
+            raise _BadArgument(f"metric {metric!r} needs a column")
         expression = f'{metric.upper()}("{column}")'
     if column is not None and column not in columns:
-        raise ValueError(f"unknown column {column!r}")
+        raise _BadArgument(f"unknown column {column!r}")
     if column is not None and metric in ("sum", "avg"):
+        measures = spec.get("measures")
+        if (
+            measures is not None
+            and column not in measures
+            and columns[column]["kind"]
+            in (
+                "integer",
+                "real",
+            )
+        ):
+            choices = _one_of(measures) if measures else "no column"
+            raise _BadArgument(f"{metric} of {column!r} means nothing; choose {choices}")
         if columns[column]["kind"] not in ("integer", "real"):
-            raise ValueError(f"{metric} needs a numeric column, {column!r} is not")
+            kind = columns[column]["kind"]
+            raise _BadArgument(f"{metric} needs a numeric column; {column!r} holds {kind} values")
     table = spec["table"]
     if group_by is None:
         value = db.execute(f'SELECT {expression} FROM "{table}"').fetchone()[0]
         return {"metric": metric, "column": column, "value": value}
     if group_by not in spec["group_columns"]:
-        raise ValueError(f"cannot group by {group_by!r}; choose one of {spec['group_columns']}")
+        choices = _one_of(spec["group_columns"]) if spec["group_columns"] else "no column"
+        raise _BadArgument(f"cannot group by {group_by!r}; choose {choices}")
     sql = (
         f'SELECT "{group_by}" AS grp, {expression} FROM "{table}" '
         f'GROUP BY "{group_by}" ORDER BY "{group_by}"'
@@ -233,29 +279,29 @@ def _check_rules(spec, name, value):
     where = spec["table"] + "." + name
     state = spec.get("states", {}).get(name)
     if state is not None and value not in state["values"]:
-        raise ValueError(f"{where} must be one of {state['values']}, got {value!r}")
+        raise _BadArgument(f"{where} must be one of {_one_of(state['values'])}, got {value!r}")
     allowed = spec.get("enums", {}).get(name)
     if allowed is not None and value not in allowed:
-        raise ValueError(f"{where} must be one of {allowed}, got {value!r}")
+        raise _BadArgument(f"{where} must be one of {_one_of(allowed)}, got {value!r}")
     bound = spec.get("bounds", {}).get(name)
     if not bound:
         return
     if isinstance(value, str):
         if bound.get("min_length") and len(value.strip()) < bound["min_length"]:
-            raise ValueError(f"{where} cannot be empty, got {value!r}")
+            raise _Refused(f"{where} cannot be empty, got {value!r}")
         return
     if "minimum" in bound:
         low = bound["minimum"]
         if value < low or (bound.get("exclusive_minimum") and value == low):
             word = ">" if bound.get("exclusive_minimum") else ">="
-            raise ValueError(f"{where} must be {word} {low} (no {name} below it), got {value!r}")
+            raise _BadArgument(f"{where} must be {word} {low} (no {name} below it), got {value!r}")
     if "maximum" in bound:
         high = bound["maximum"]
         if value > high or (bound.get("exclusive_maximum") and value == high):
             word = "<" if bound.get("exclusive_maximum") else "<="
-            raise ValueError(f"{where} must be {word} {high} (no {name} above it), got {value!r}")
+            raise _BadArgument(f"{where} must be {word} {high} (no {name} above it), got {value!r}")
     if bound.get("integer") and value != int(value):
-        raise ValueError(f"{where} must be a whole number (every {name} is), got {value!r}")
+        raise _BadArgument(f"{where} must be a whole number (every {name} is), got {value!r}")
 
 
 def _state_moves(state):
@@ -274,16 +320,16 @@ def _transition(db, spec, column, target, tool, params):
     given = params.pop(column, None)
     if target is None:
         if given is None:
-            raise ValueError(f"missing required argument {column!r}")
+            raise _BadArgument(f"missing required argument {column!r}")
         target = given
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     if target not in state["values"]:
-        raise ValueError(
-            f"{spec['table']}.{column} must be one of {state['values']}, got {target!r}"
+        raise _BadArgument(
+            f"{spec['table']}.{column} must be one of {_one_of(state['values'])}, got {target!r}"
         )
     if given is not None and given != target:
-        raise ValueError(f"{tool} always sets {column} to {target!r}, got {given!r}")
+        raise _Refused(f"{tool} always sets {column} to {target!r}, got {given!r}")
     current = _fetch(db, spec, key)[column]
     allowed = state["transitions"].get(current) or []
     if target not in allowed:
@@ -293,10 +339,10 @@ def _transition(db, spec, column, target, tool, params):
         elif not allowed:
             reason = f"{current!r} is final"
         else:
-            reason = f"from {current!r} only {allowed}"
-        raise PermissionError(
+            reason = f"from {current!r} only to {_one_of(allowed)}"
+        raise _Forbidden(
             f"cannot move {spec['entity']} {key!r} from {column} {current!r} to {target!r}: "
-            f"{reason}; {target!r} is reached only from {sources or 'no value'} "
+            f"{reason}; {target!r} is reached only from {_one_of(sources) if sources else 'no value'} "
             f"(allowed moves: {_state_moves(state)})"
         )
     sql = f'UPDATE "{spec["table"]}" SET "{column}" = ? WHERE "{spec["pk"]}" = ?'
@@ -310,23 +356,26 @@ def _validate_row(db, spec, values, key=None):
     clean = {}
     for name, value in values.items():
         if name not in columns:
-            raise ValueError(f"{spec['entity']} has no field {name!r}")
+            raise _BadArgument(f"{spec['entity']} has no field {name!r}")
         if value is None and columns[name]["not_null"]:
-            raise ValueError(f"{spec['table']}.{name} is required and cannot be null")
+            raise _Refused(f"{spec['table']}.{name} is required and cannot be null")
         clean[name] = _check_value(spec["table"], name, columns[name]["kind"], value, name)
         _check_rules(spec, name, clean[name])
     for name, (ref_table, ref_column) in spec["fks"].items():
         if clean.get(name) is not None:
             sql = f'SELECT 1 FROM "{ref_table}" WHERE "{ref_column}" = ?'
             if db.execute(sql, (clean[name],)).fetchone() is None:
-                raise LookupError(f"{name} = {clean[name]!r} does not exist in {ref_table}")
+                raise _NotFound(f"{name} = {clean[name]!r} does not exist in {ref_table}")
     for name in spec["unique"]:
         if clean.get(name) is None:
             continue
-        sql = f'SELECT "{spec["pk"] or name}" FROM "{spec["table"]}" WHERE "{name}" = ?'
+        keys = [spec["pk"]] if spec["pk"] else (spec.get("keys") or [name])
+        picked = ", ".join(f'"{k}"' for k in keys)
+        sql = f'SELECT {picked} FROM "{spec["table"]}" WHERE "{name}" = ?'
         found = db.execute(sql, (clean[name],)).fetchone()
-        if found is not None and (key is None or found[0] != key):
-            raise ValueError(f"a {spec['entity']} with {name} = {clean[name]!r} already exists")
+        found_key = None if found is None else (found[0] if spec["pk"] else tuple(found))
+        if found is not None and (key is None or found_key != key):
+            raise _Refused(f"a {spec['entity']} with {name} = {clean[name]!r} already exists")
     return clean
 
 
@@ -334,14 +383,34 @@ def _create(db, spec, values):
     values = {k: v for k, v in values.items() if v is not None}
     missing = [c for c in spec["required"] if c not in values]
     if missing:
-        raise ValueError(f"missing required fields: {', '.join(missing)}")
+        raise _Refused(f"missing required fields: {', '.join(missing)}")
     clean = _validate_row(db, spec, values)
-    names = ", ".join(f'"{c}"' for c in clean)
-    marks = ", ".join("?" for _ in clean)
-    sql = f'INSERT INTO "{spec["table"]}" ({names}) VALUES ({marks})'
-    cursor = db.execute(sql, list(clean.values()))
+    cursor = _write(db, spec, _insert_sql(spec["table"], clean), list(clean.values()))
+    if clean.get(spec["pk"]) is not None:
+        return _fetch(db, spec, clean[spec["pk"]])
     row = db.execute(f'SELECT * FROM "{spec["table"]}" WHERE rowid = ?', (cursor.lastrowid,))
     return _out(spec, row.fetchone())
+
+
+def _write(db, spec, sql, args):
+    """Run a write; a constraint of the database itself (a CHECK, NOT NULL) refuses in words."""
+    try:
+        return db.execute(sql, args)
+    except Exception as exc:
+        if type(exc).__name__ != "IntegrityError":
+            raise
+        raise _Refused(
+            f"the {spec['entity']} was refused by a rule of the database: {exc}"
+        ) from None
+
+
+def _insert_sql(table, clean):
+    """INSERT of the given columns; with none, a row of defaults (every field optional)."""
+    if not clean:
+        return f'INSERT INTO "{table}" DEFAULT VALUES'
+    names = ", ".join(f'"{c}"' for c in clean)
+    marks = ", ".join("?" for _ in clean)
+    return f'INSERT INTO "{table}" ({names}) VALUES ({marks})'
 
 
 def _update(db, spec, params):
@@ -349,13 +418,13 @@ def _update(db, spec, params):
     key = _take_key(spec, values)
     _fetch(db, spec, key)
     if spec["pk"] in values:
-        raise ValueError(f"{spec['pk']} is the key and cannot be changed")
+        raise _Refused(f"{spec['pk']} is the key and cannot be changed")
     if not values:
-        raise ValueError("give at least one field to change")
+        raise _Refused("give at least one field to change")
     for name in values:
         state = spec.get("states", {}).get(name)
         if state is not None:
-            raise PermissionError(
+            raise _Forbidden(
                 f"{spec['entity']} {name} cannot be set by update; use "
                 f"{', '.join(state['tools']) or 'no tool (no move is allowed)'}"
                 f" (allowed moves: {_state_moves(state)})"
@@ -363,7 +432,7 @@ def _update(db, spec, params):
     clean = _validate_row(db, spec, values, key)
     assignments = ", ".join(f'"{c}" = ?' for c in clean)
     sql = f'UPDATE "{spec["table"]}" SET {assignments} WHERE "{spec["pk"]}" = ?'
-    db.execute(sql, list(clean.values()) + [key])
+    _write(db, spec, sql, list(clean.values()) + [key])
     return _fetch(db, spec, key)
 
 
@@ -371,13 +440,13 @@ def _delete(db, spec, params):
     params = dict(params)
     key = _take_key(spec, params)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     _fetch(db, spec, key)
     for child_table, child_column in spec["children"]:
         sql = f'SELECT COUNT(*) FROM "{child_table}" WHERE "{child_column}" = ?'
         count = db.execute(sql, (key,)).fetchone()[0]
         if count:
-            raise PermissionError(
+            raise _Forbidden(
                 f"cannot delete {spec['entity']} {key!r}: {count} {child_table} rows refer to it"
             )
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE "{spec["pk"]}" = ?', (key,))
@@ -389,7 +458,7 @@ def _link_keys(spec, keys, params):
     values = {}
     for name in keys:
         if params.get(name) is None:
-            raise ValueError(f"missing required argument {name!r}")
+            raise _BadArgument(f"missing required argument {name!r}")
         kind = spec["columns"][name]["kind"]
         values[name] = _check_value(spec["table"], name, kind, params.pop(name), name)
     return values
@@ -403,7 +472,7 @@ def _find_link(db, spec, key):
     where = " AND ".join(f'"{k}" = ?' for k in key)
     sql = f'SELECT * FROM "{spec["table"]}" WHERE {where}'
     row = db.execute(sql, list(key.values())).fetchone()
-    return None if row is None else dict(row)
+    return None if row is None else _out(spec, row)
 
 
 def _add_link(db, spec, keys, params):
@@ -411,15 +480,42 @@ def _add_link(db, spec, keys, params):
     values = dict(params)
     key = _link_keys(spec, keys, values)
     if _find_link(db, spec, key) is not None:
-        raise ValueError(f"{_link_words(spec, key)} already exists")
+        raise _Refused(f"{_link_words(spec, key)} already exists")
     row = {**key, **{k: v for k, v in values.items() if v is not None}}
     missing = [c for c in spec["required"] if c not in row]
     if missing:
-        raise ValueError(f"missing required fields: {', '.join(missing)}")
+        raise _Refused(f"missing required fields: {', '.join(missing)}")
     clean = _validate_row(db, spec, row)
-    names = ", ".join(f'"{c}"' for c in clean)
-    marks = ", ".join("?" for _ in clean)
-    db.execute(f'INSERT INTO "{spec["table"]}" ({names}) VALUES ({marks})', list(clean.values()))
+    _write(db, spec, _insert_sql(spec["table"], clean), list(clean.values()))
+    return _find_link(db, spec, key)
+
+
+def _get_link(db, spec, keys, params):
+    """One row of a table keyed by several columns, by all of its key's parts."""
+    params = dict(params)
+    key = _link_keys(spec, keys, params)
+    if params:
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    row = _find_link(db, spec, key)
+    if row is None:
+        raise _NotFound(f"no {_link_words(spec, key)}")
+    return row
+
+
+def _update_link(db, spec, keys, params):
+    """Change non-key fields of one row keyed by several columns; the key cannot change
+    (remove it and add another), and the same rules as create apply to the fields."""
+    values = dict(params)
+    key = _link_keys(spec, keys, values)
+    if _find_link(db, spec, key) is None:
+        raise _NotFound(f"no {_link_words(spec, key)}")
+    if not values:
+        raise _Refused("give at least one field to change")
+    clean = _validate_row(db, spec, values, tuple(key.values()))
+    assignments = ", ".join(f'"{c}" = ?' for c in clean)
+    where = " AND ".join(f'"{k}" = ?' for k in key)
+    sql = f'UPDATE "{spec["table"]}" SET {assignments} WHERE {where}'
+    _write(db, spec, sql, list(clean.values()) + list(key.values()))
     return _find_link(db, spec, key)
 
 
@@ -428,9 +524,9 @@ def _remove_link(db, spec, keys, params):
     params = dict(params)
     key = _link_keys(spec, keys, params)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     if _find_link(db, spec, key) is None:
-        raise LookupError(f"no {_link_words(spec, key)} exists to remove")
+        raise _NotFound(f"no {_link_words(spec, key)} exists to remove")
     where = " AND ".join(f'"{k}" = ?' for k in key)
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE {where}', list(key.values()))
     return {"removed": True, **key}
@@ -442,7 +538,7 @@ def _list_linked(db, link, via, target_column, target, parent, params):
     key = _take_key(parent, params)
     limit, offset = _page(params)
     if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     _fetch(db, parent, key)
     ref = link["fks"][target_column][1]
     joined = (
@@ -451,5 +547,5 @@ def _list_linked(db, link, via, target_column, target, parent, params):
     )
     total = db.execute(f"SELECT COUNT(*) {joined}", (key,)).fetchone()[0]
     sql = f'SELECT t.* {joined} ORDER BY t."{ref}" LIMIT ? OFFSET ?'
-    rows = [dict(r) for r in db.execute(sql, (key, limit, offset))]
+    rows = [_out(target, r) for r in db.execute(sql, (key, limit, offset))]
     return {"total": total, "count": len(rows), "rows": rows}

@@ -236,7 +236,7 @@ class Worker:
         sys.stdout = stdout
         try:
             with self._timer(request["timeout"]):
-                outcome = self._guarded(run)
+                outcome = self._guarded(run, program=True)
         finally:
             sys.stdout = saved
         reply = json.loads(self._reply(outcome, started))
@@ -280,16 +280,20 @@ class Worker:
                 raise ToolCallError(self.violations[-1], "sandbox_violation") from None
             raise
 
-    def _guarded(self, run: Callable[[], str]) -> Outcome:
+    def _guarded(self, run: Callable[[], str], program: bool = False) -> Outcome:
         """Run and classify what went wrong: (ok, result json or message, error_kind, origin)."""
-        outcome = self._classified(run)
+        outcome = self._classified(run, program)
         if _live_threads():
             message = "starting threads is not allowed in the sandbox; the worker is replaced"
             self.violations.append(message)
             return False, message, "sandbox_violation", None
         return outcome
 
-    def _classified(self, run: Callable[[], str]) -> Outcome:
+    def _classified(self, run: Callable[[], str], program: bool) -> Outcome:
+        """A tool's exception reads as a refusal or a failure in words (its kind from the
+        exception, see `_refusal_kind`); a program's as `Type: message`, a tool_error."""
+        describe = _describe_program if program else _describe
+        kind_of = (lambda exc: "tool_error") if program else _error_kind
         try:
             return True, run(), None, None
         except ToolCallError as exc:
@@ -305,17 +309,17 @@ class Worker:
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) and self._past_deadline():
                 return False, "call exceeded its time limit (query interrupted)", "timeout", None
-            return False, _describe(exc), "tool_error", _origin(exc)
+            return False, describe(exc), kind_of(exc), _origin(exc)
         except OSError as exc:
             if exc.errno == errno.EFBIG:
                 return False, "file size limit exceeded", "resource_limit", None
             if exc.errno == errno.EAGAIN:
                 return False, f"process or thread limit: {exc}", "resource_limit", None
-            return False, _describe(exc), "tool_error", _origin(exc)
+            return False, describe(exc), kind_of(exc), _origin(exc)
         except _OutputTooLarge as exc:
             return False, str(exc), "output_too_large", None
         except BaseException as exc:  # noqa: BLE001 - any failure of untrusted code
-            return False, _describe(exc), "tool_error", _origin(exc)
+            return False, describe(exc), kind_of(exc), _origin(exc)
 
     def _exec_source(self, source: str, filename: str, module_name: str) -> dict[str, Any]:
         code = compile(source, filename, "exec")
@@ -403,13 +407,60 @@ def _rollback(db: sqlite3.Connection) -> None:
         pass
 
 
+# Exceptions a tool raises on purpose to refuse a call (no such row, a rule broken): the agent
+# reads their message alone. KeyError, IndexError and UnicodeError are lookups gone wrong.
+_REFUSALS = (ValueError, LookupError, PermissionError)
+_SLIPS = (KeyError, IndexError, UnicodeError)
+_REFUSAL_KINDS = ("tool_error", "invalid_arguments")
+
+
+def _refusal_kind(exc: BaseException) -> str | None:
+    """The error kind of a refusal raised on purpose, or None for an unexpected exception.
+    A tool marks an argument in the wrong form with `tool_refusal = "invalid_arguments"` on
+    its exception class (the generated tools' prelude does); only the two kinds are taken."""
+    try:
+        marked = getattr(type(exc), "tool_refusal", None)
+    except Exception:  # noqa: BLE001 - a hostile class
+        marked = None
+    if isinstance(marked, str) and marked in _REFUSAL_KINDS:
+        return marked
+    if isinstance(exc, _REFUSALS) and not isinstance(exc, _SLIPS):
+        return "tool_error"
+    return None
+
+
+def _error_kind(exc: BaseException) -> str:
+    return _refusal_kind(exc) or "tool_error"
+
+
 def _describe(exc: BaseException) -> str:
-    """`Type: message`: what the agent reads (where it was raised is `_origin`, kept apart)."""
+    """What the agent reads (where it was raised is `_origin`, kept apart): a refusal's message
+    as the tool wrote it; for an unexpected exception, that the tool failed and how, in words."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        message = "<unprintable>"
+    if _refusal_kind(exc) is not None:
+        return message or "the tool refused the call without saying why"
+    return f"the tool failed unexpectedly ({_failure_words(exc)}): {message or 'no message'}"
+
+
+def _describe_program(exc: BaseException) -> str:
+    """`Type: message` for a program's own exception: its author reads Python."""
     try:
         message = str(exc)
     except Exception:  # noqa: BLE001 - a hostile __str__
         message = "<unprintable>"
     return f"{type(exc).__name__}: {message}"
+
+
+def _failure_words(exc: BaseException) -> str:
+    """`sqlite3.OperationalError` -> 'a database error', `KeyError` -> 'a key error'."""
+    if isinstance(exc, sqlite3.Error):
+        return "a database error"
+    name = type(exc).__name__
+    words = "".join(f" {ch.lower()}" if ch.isupper() else ch for ch in name).strip() or "failure"
+    return ("an " if words[0] in "aeiou" else "a ") + words
 
 
 def _origin(exc: BaseException) -> str | None:
@@ -530,7 +581,7 @@ def main() -> None:
             reply = worker.handle(json.loads(frame))
         except BaseException as exc:  # noqa: BLE001 - the worker must keep serving
             try:
-                error = _describe(exc)
+                error = f"the sandbox worker failed: {_describe_program(exc)}"
             except BaseException:  # noqa: BLE001
                 error = type(exc).__name__
             reply = json.dumps({"ok": False, "error": error, "error_kind": "worker_error"})
