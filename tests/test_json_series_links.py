@@ -312,3 +312,4 @@ def test_an_uploaded_airline_builds_with_series_links_and_its_category(
         "user_reservations.reservation_id -> reservations.reservation_id" in schema["foreign_keys"]
     )
     assert schema["category"]["secondary"] == "Flights & Airports", schema["category"]
+    assert schema["category_classified"] and "flight" in schema["category_reason"], schema

@@ -289,7 +289,7 @@ def schema_stage(origin: OriginStages, ingested: IngestResult, progress: Progres
     }
     category = origin.spec.category
     if category is None:
-        category = classify_database(origin.spec, ingested.db_path)
+        category, facts["category_reason"] = classify_database(origin.spec, ingested.db_path)
         facts["category_classified"] = True
     facts["category"] = category.as_dict()
     facts.update(origin.schema_facts(ingested))
@@ -319,8 +319,9 @@ def enum_columns(db_path: str | Path, schema: dict[str, Table]) -> dict[str, dic
         conn.close()
 
 
-def classify_database(spec: EnvironmentSpec, db_path: str | Path) -> CategoryPath:
-    """A category for a build that named none: the offline classifier over title and tables."""
+def classify_database(spec: EnvironmentSpec, db_path: str | Path) -> tuple[CategoryPath, str]:
+    """A category for a build that named none (the offline classifier over title, tables and
+    columns) and the reason in words: the words that matched, or that none did."""
     from environments.discovery.classify import classify_offline
 
     schema = read_schema(db_path)
@@ -332,7 +333,7 @@ def classify_database(spec: EnvironmentSpec, db_path: str | Path) -> CategoryPat
             "tables": {n: [c.name for c in t.columns] for n, t in schema.items()},
         }
     )
-    return CategoryPath(found.primary, found.secondary, found.tertiary)
+    return CategoryPath(found.primary, found.secondary, found.tertiary), found.reason
 
 
 def verify_yield(verified: VerifyResult, threshold: float, min_tools: int) -> dict[str, Any]:
