@@ -409,18 +409,18 @@ def _detail(conn: sqlite3.Connection, reading: Reading, table: str, column: str,
     if reading.chosen is None:
         forms = sorted({iso_form(v) for v in reading.values})
         if reading.canonical is None:
-            return f"{column}: {kind} in ISO 8601 as {' / '.join(forms)} ({count} values)"
+            return f"{column}: {kind} in ISO 8601 as {' / '.join(forms)} ({_values(count)})"
         stored = sorted(
             {iso_form(v) for v in reading.canonical.values()}
             | ({"YYYY-MM-DD"} if "YYYY-MM-DD" in forms else set())
         )
         return (
             f"{column}: {kind} written {' / '.join(forms)}, stored as "
-            f"{' / '.join(stored)} ({count} values)"
+            f"{' / '.join(stored)} ({_values(count)})"
         )
     return (
         f"{column}: {kind} read as {reading.chosen.label}, stored as ISO 8601 "
-        f"({count} values){reading.note}"
+        f"({_values(count)}){reading.note}"
     )
 
 
@@ -444,3 +444,7 @@ def _unique_columns(conn: sqlite3.Connection, table: str) -> set[str]:
             if len(cols) == 1:
                 unique.add(cols[0])
     return unique
+
+
+def _values(count: int) -> str:
+    return "1 value" if count == 1 else f"{count:,} values"
