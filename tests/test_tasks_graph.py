@@ -170,3 +170,19 @@ def test_episode_lease_answers_repeated_reads_of_the_initial_state_from_memory(p
         assert lease.cached_reads == 3
     finally:
         lease.close()
+
+
+def test_link_tools_are_links_between_two_rows_not_new_rows():
+    """add_track_to_playlist links two existing rows (a walk says "add the track ... to the
+    playlist ..."); add_track alone still creates one."""
+    from tasks.synthesis.tool_graph import parse_tool_name
+
+    tables = {"tracks": {}, "playlists": {}, "flight_dates": {}}
+    assert parse_tool_name("add_track_to_playlist", tables) == ("link", "tracks", "playlists")
+    assert parse_tool_name("remove_track_from_playlist", tables) == (
+        "unlink",
+        "tracks",
+        "playlists",
+    )
+    assert parse_tool_name("add_track", tables) == ("create", "tracks", None)
+    assert parse_tool_name("remove_flight_date", tables) == ("delete", "flight_dates", None)

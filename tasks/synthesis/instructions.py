@@ -460,6 +460,12 @@ class GoalPhrases:
             and p.column[0] == node.entity
         ]
         thing = _thing(node)
+        if node.action in ("link", "unlink"):
+            return self._link(index, arguments)
+        if not keys and node.action in ("update", "delete"):
+            # a row keyed by several columns (a link, a parent + date) is named by all of them:
+            # the parameters the tool requires
+            keys = [n for n in arguments if (p := node.params.get(n)) and p.required]
         target = self._target(index, keys, arguments)
         values = [n for n in arguments if n not in keys]
         if node.action == "create":
@@ -482,6 +488,27 @@ class GoalPhrases:
         ]
         extra = f" with {_join(parts)}" if parts else ""
         return f"{verb} {target}{extra}"
+
+    def _link(self, index: int, arguments: dict[str, Any]) -> str:
+        """ "add the track whose track id is 7 to the playlist whose name is ...": a link
+        between two existing rows, each named by its own parameters."""
+        node = self.node(index)
+        sides: dict[str, list[str]] = {}
+        for name in arguments:
+            p = node.params.get(name)
+            table = p.column[0] if p is not None and p.column else None
+            side = "parent" if table == node.parent and table != node.entity else "entity"
+            if (cond := self.condition(index, name, arguments)) is not None:
+                sides.setdefault(side, []).append(cond)
+        entity = f"the {_thing(node)}"
+        if sides.get("entity"):
+            entity += " whose " + " and whose ".join(sides["entity"])
+        parent = f"the {words(singular(node.parent))}" if node.parent else "the other record"
+        if sides.get("parent"):
+            parent += " whose " + " and whose ".join(sides["parent"])
+        if node.action == "link":
+            return f"add {entity} to {parent}"
+        return f"remove {entity} from {parent}"
 
     def conditional(self, index: int) -> str:
         """ "if the price of the book ... is above 7, set ...; otherwise set ...": a write that
@@ -898,6 +925,11 @@ def _call_phrase(node: ToolNode, count: int, distinct: int) -> str:
         return f"Update {_some(node, count)}."
     if node.action == "delete":
         return f"Delete {_some(node, count)}."
+    if node.action in ("link", "unlink") and node.parent:
+        parent = words(plural(singular(node.parent)))
+        if node.action == "link":
+            return f"Add {_some(node, count)} to {parent}."
+        return f"Remove {_some(node, count)} from {parent}."
     verb = node.name.split("_")[0]
     return f"{verb.capitalize()} {_things(node)}{times}."
 

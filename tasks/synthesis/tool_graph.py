@@ -225,6 +225,12 @@ def parse_tool_name(name: str, tables: dict[str, Any]) -> tuple[str, str | None,
     verb, _, rest = name.partition("_")
     action = ACTION_ALIASES.get(verb, "other")
     parent = None
+    link = "_to_" if verb == "add" else "_from_" if verb == "remove" else ""
+    if link and link in rest:  # add_track_to_playlist: a link between two rows, not a new row
+        rest, _, parent_word = rest.partition(link)
+        parent = resolve_table(parent_word, tables)
+        if parent is not None:
+            return ("link" if verb == "add" else "unlink"), resolve_table(rest, tables), parent
     if "_for_" in rest:
         rest, _, parent_word = rest.partition("_for_")
         parent = resolve_table(parent_word, tables)
