@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import replace
 
 import pytest
+from django.urls import reverse
 
 from aw_site.models import Job
 from environments.builder.theme_contract import check_rows, run_contracts
@@ -251,7 +252,7 @@ def test_check_rows_names_a_value_outside_the_documents_enum(built):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_build_publishes_entity_tools_and_reports_their_contracts(
-    reviewer_api, settings, tmp_path
+    reviewer_api, client, reviewer, settings, tmp_path
 ):
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
@@ -286,6 +287,13 @@ def test_the_build_publishes_entity_tools_and_reports_their_contracts(
     record = environment.tools.get(name="add_word").verification["contract"]
     assert record["passed"] and [c["name"] for c in record["checks"]] == ["parameters", "effect"]
     assert environment.verification_report["contract"]["data"]["passed"]
-    page = reviewer_api.get(f"/environments/{environment.pk}/tools/")
-    if page.status_code == 200:
-        assert "document contract" in page.content.decode()
+    # the console's Tools tab shows which contract checks ran and which passed
+    client.force_login(reviewer)
+    body = client.get(reverse("environment-tab", args=[environment.pk, "tools"])).content.decode()
+    start = body.index('data-tool="delete_word"')
+    delete_word = body[start : body.find('<details class="tool"', start)]
+    assert 'data-contract="kept"' in delete_word
+    assert (
+        "document contract: parameters 1/1 accepted, effect: deletes the word named" in delete_word
+    )
+    assert 'data-contract-check="effect"' in delete_word
