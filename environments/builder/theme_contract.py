@@ -31,7 +31,7 @@ from typing import Any
 
 import jsonschema
 
-from .theme_model import EntitySpec, ThemeModel, ToolPlan, plain_type
+from .theme_model import EntitySpec, ThemeModel, ToolPlan, all_of, plain_type
 from .theme_patterns import matching_value
 
 READ_OPERATIONS = ("get", "get_by_fields", "get_many", "list", "dump")
@@ -146,7 +146,12 @@ def valid(value: Any, schema: dict) -> bool:
 
 def schema_value(schema: Any, rng: random.Random, hint: Any = None, depth: int = 0) -> Any:
     """A value the schema accepts: the hint when it does, else one made from the schema."""
-    schema = plain_type(schema) if isinstance(schema, dict) else {}
+    schema = plain_type(all_of(schema)) if isinstance(schema, dict) else {}
+    for combiner in ("anyOf", "oneOf"):  # several alternatives: the first that is not null
+        options = [o for o in schema.get(combiner) or [] if isinstance(o, dict)]
+        if options and "type" not in schema:
+            schema = {**schema, **all_of(options[0])}
+            schema.pop(combiner, None)
     if hint is not None and valid(hint, schema):
         return hint
     if "const" in schema:
@@ -610,6 +615,7 @@ def run_contracts(
     tools: Any, model: ThemeModel, db_path: str | Path, name: str, pool: Any = None
 ) -> dict[str, ToolContract]:
     """Package the tools, call each against its document in the sandbox, return the contracts."""
+    from environments.package import load_package
     from environments.runtime import SandboxPool
 
     names = tools.names()
@@ -619,7 +625,7 @@ def run_contracts(
     pool = pool or SandboxPool(workers=1)
     try:
         with tempfile.TemporaryDirectory(prefix="aw-contract-") as root:
-            package = contract_package(root, tools, db_path, name)
+            package = load_package(contract_package(root, tools, db_path, name))  # loaded once
             return check_contracts(pool, package, model, db_path, names)
     finally:
         if own_pool:
@@ -696,7 +702,7 @@ def _field_problem(spec: Any, value: Any, keys: dict[str, set]) -> str:
             for i in items
         ):
             return f"holds items that are not of type {spec.items}"
-    if spec.pattern and isinstance(value, str):
+    if spec.pattern and isinstance(value, str) and spec.type not in ("array", "object"):
         try:
             if not re.search(spec.pattern, value):
                 return f"does not match the pattern {spec.pattern!r}"

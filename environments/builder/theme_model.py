@@ -138,7 +138,7 @@ class EntitySpec:
 
 def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldSpec:
     schema = schema if isinstance(schema, dict) else {}
-    schema = plain_type(schema)
+    schema = plain_type(all_of(schema))
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
@@ -180,6 +180,20 @@ def _bound(value: Any) -> float | None:
     if value != value:  # NaN
         return None
     return max(INT64_MIN, min(INT64_MAX, value))
+
+
+def all_of(schema: dict) -> dict:
+    """allOf [A, B] -> one schema with A's and B's keywords (a type and its description, as
+    generated documents split them)."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list):
+        return schema
+    merged = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in parts:
+        if isinstance(part, dict):
+            part = all_of(part)
+            merged.update({k: v for k, v in part.items() if k not in merged or k == "type"})
+    return merged
 
 
 def plain_type(schema: dict) -> dict:

@@ -24,6 +24,7 @@ from .theme_model import (
     FieldSpec,
     ThemeModel,
     ToolPlan,
+    all_of,
     entity_name,
     field_from_schema,
     plain_type,
@@ -668,9 +669,11 @@ class ToolReader:
 
     def role(self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict) -> list | None:
         lname = param.lower()
-        if re.sub(r"[^a-z]", "", lname) in CREDENTIALS and param not in entity.fields:
+        if re.sub(r"[^a-z0-9]", "", lname) in CREDENTIALS and param not in entity.fields:
             return ["credential"]  # accepted: the offline environment checks no credentials
-        plain = plain_type(schema)
+        plain = plain_type(all_of(schema))
+        if isinstance(plain.get("enum"), list) and len(plain["enum"]) == 1 and param != entity.key:
+            return ["credential"]  # a value the document fixes (a routing header): no data
         kind = plain.get("type")
         op = plan.operation
         key = entity.key

@@ -131,7 +131,22 @@ COMPUTATION_PHRASES = (
     (r"\bformats? (a|the)? ?(string|text|number|date|message)\b", "formatted string"),
 )
 # credentials a client sends with a call (header or query): accepted, never checked offline
-CREDENTIALS = {"apikey", "xapikey", "authorization", "accesstoken", "authtoken", "bearer"}
+CREDENTIALS = {
+    "apikey",
+    "xapikey",
+    "authorization",
+    "accesstoken",
+    "authtoken",
+    "bearer",
+    # AWS Signature Version 4, sent by every client of an AWS API
+    "xamzcontentsha256",
+    "xamzdate",
+    "xamzalgorithm",
+    "xamzcredential",
+    "xamzsecuritytoken",
+    "xamzsignature",
+    "xamzsignedheaders",
+}
 CLOCK_WORDS = {"current", "now", "today"}
 PAGING = {
     "limit": "limit",
