@@ -139,8 +139,8 @@ def valid(value: Any, schema: dict) -> bool:
         jsonschema.validate(value, json_schema(schema))
     except jsonschema.ValidationError:
         return False
-    except (jsonschema.SchemaError, jsonschema.exceptions.RefResolutionError, Exception):  # noqa: BLE001
-        return True  # a schema we cannot read constrains nothing we can check
+    except Exception:  # noqa: BLE001 - a schema we cannot read (bad or unresolvable $ref)
+        return True  # constrains nothing we can check
     return True
 
 
