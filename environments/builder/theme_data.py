@@ -400,7 +400,12 @@ def _fill(
         source = source_rows[index] if index < len(source_rows) else None
         for name, spec in entity.fields.items():
             value = None
-            if name == entity.key and key_spec.type == "integer" and name not in mapping:
+            if (
+                name == entity.key
+                and key_spec.type == "integer"
+                and name not in mapping
+                and not key_spec.enum  # an enum key takes the document's values
+            ):
                 value = index + 1
             elif source is not None and name in mapping:
                 value = _coerce(source.get(mapping[name]), spec)
