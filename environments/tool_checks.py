@@ -28,6 +28,15 @@ class TestOutcome:
 
 
 @dataclass
+class ContractRow:
+    """One check of the tool against its document (parameters, response schema, effect)."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
 class ToolChecks:
     """One tool's verification as the page says it."""
 
@@ -39,6 +48,18 @@ class ToolChecks:
     cross_run: int | None = None
     reasons: list[str] = field(default_factory=list)
     tests: list[TestOutcome] = field(default_factory=list)
+    contract: list[ContractRow] = field(default_factory=list)  # empty: no contract was run
+
+    @property
+    def contract_summary(self) -> str:
+        """ "document contract: parameters 5/5 accepted, response schema valid, effect: ..." """
+        if not self.contract:
+            return ""
+        return "document contract: " + ", ".join(c.detail for c in self.contract)
+
+    @property
+    def contract_passed(self) -> bool:
+        return all(c.passed for c in self.contract)
 
     @property
     def badge(self) -> str:
@@ -95,7 +116,19 @@ def tool_checks(tool: Tool, report_results: dict[str, dict[str, Any]]) -> ToolCh
         checks.passed = sum(1 for t in recorded if t.outcome == PASSED)
         checks.run = len(recorded)
     checks.known = checks.run is not None
+    checks.contract = _contract_rows(result.get("contract"))
     return checks
+
+
+def _contract_rows(record: Any) -> list[ContractRow]:
+    """The contract checks a verdict recorded (`theme_contract.ToolContract.as_dict`)."""
+    if not isinstance(record, dict) or not isinstance(record.get("checks"), list):
+        return []
+    return [
+        ContractRow(str(c.get("name", "")), bool(c.get("passed")), str(c.get("detail", "")))
+        for c in record["checks"]
+        if isinstance(c, dict)
+    ]
 
 
 def environment_tool_checks(environment: Environment, tools: list[Tool]) -> dict[int, ToolChecks]:

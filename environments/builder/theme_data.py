@@ -29,6 +29,7 @@ from environments.discovery.schema import read_schema
 from environments.discovery.sources.base import store_provenance
 
 from .theme_model import EntitySpec, FieldSpec, ThemeModel, entity_order, snake, words
+from .theme_patterns import matching_value
 
 SYNTHETIC = "synthetic"
 _NOUNS = (
@@ -172,6 +173,8 @@ class Generator:
             if spec.object_ref:
                 keys = refs.get(spec.object_ref + ":rows") or []
                 return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))]
+            if spec.items == "object":  # objects of a schema no entity keeps: none, not text
+                return []
             count = 1 + rng.randrange(3)
             if spec.enum:
                 return sorted(
@@ -186,7 +189,10 @@ class Generator:
                 rows = refs.get(spec.object_ref + ":rows") or []
                 return rows[index % len(rows)] if rows else {}
             return {}
-        return self.string(entity, spec, index, rng)
+        text = self.string(entity, spec, index, rng)
+        if spec.pattern and not _matches(spec.pattern, text):
+            return matching_value(spec.pattern, rng)  # the document's pattern, never ours
+        return text
 
     def text(self, rng: random.Random, name: str, index: int, part: int = 0) -> str:
         count = 4 + rng.randrange(5)
@@ -394,7 +400,12 @@ def _fill(
         source = source_rows[index] if index < len(source_rows) else None
         for name, spec in entity.fields.items():
             value = None
-            if name == entity.key and key_spec.type == "integer" and name not in mapping:
+            if (
+                name == entity.key
+                and key_spec.type == "integer"
+                and name not in mapping
+                and not key_spec.enum  # an enum key takes the document's values
+            ):
                 value = index + 1
             elif source is not None and name in mapping:
                 value = _coerce(source.get(mapping[name]), spec)
@@ -405,7 +416,13 @@ def _fill(
             row[name] = value
         key = row[entity.key]
         if key is None or _store(key, key_spec) in seen_keys:
-            if key_spec.type == "integer":
+            if key_spec.enum:  # every value the document allows is taken: no more rows
+                break
+            if key_spec.pattern:
+                key = _fresh_match(key_spec.pattern, generator, entity, index, seen_keys)
+                if key is None:
+                    break
+            elif key_spec.type == "integer":
                 key = max([k for k in seen_keys if isinstance(k, int)], default=0) + 1
             else:
                 base, suffix = f"{key or entity.name}", index + 1
@@ -424,10 +441,30 @@ def _fill(
     return written
 
 
+def _matches(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True  # a pattern Python cannot read constrains nothing we can check
+
+
+def _fresh_match(
+    pattern: str, generator: Generator, entity: EntitySpec, index: int, taken: set
+) -> str | None:
+    """A key matching the document's pattern that no earlier row holds."""
+    for attempt in range(20):
+        value = matching_value(pattern, generator.rng(entity.name, "key", index, attempt))
+        if value is not None and value not in taken:
+            return value
+    return None
+
+
 def _coerce(value: Any, spec: FieldSpec) -> Any:
     if value is None:
         return None
     if spec.enum and value not in spec.enum:
+        return None
+    if spec.pattern and isinstance(value, str) and not _matches(spec.pattern, value):
         return None
     try:
         if spec.type == "integer":

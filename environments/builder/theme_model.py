@@ -63,6 +63,7 @@ class FieldSpec:
     type: str = "string"  # integer number boolean string date datetime array object
     format: str = ""
     enum: list[Any] = field(default_factory=list)
+    pattern: str = ""  # the document's regular expression for a string value
     ref: str = ""  # entity whose key this field holds (a scalar reference)
     object_ref: str = ""  # entity this object (or array item object) embeds
     items: str = ""  # array item type
@@ -80,7 +81,7 @@ class FieldSpec:
         """Fill what this field lacks from another description of the same field."""
         if self.type == "string" and other.type != "string":
             self.type = other.type
-        for attr in ("format", "ref", "object_ref", "items", "description"):
+        for attr in ("format", "pattern", "ref", "object_ref", "items", "description"):
             if not getattr(self, attr) and getattr(other, attr):
                 setattr(self, attr, getattr(other, attr))
         if not self.enum and other.enum:
@@ -137,7 +138,7 @@ class EntitySpec:
 
 def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldSpec:
     schema = schema if isinstance(schema, dict) else {}
-    schema = plain_type(schema)
+    schema = plain_type(all_of(schema))
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
@@ -146,6 +147,7 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
         name=name,
         type=kind if kind in SQL_TYPES else "string",
         format=fmt,
+        pattern=schema.get("pattern") if isinstance(schema.get("pattern"), str) else "",
         enum=[v for v in schema.get("enum", []) if v is not None] if "enum" in schema else [],
         description=str(schema.get("description", ""))[:300],
         required=required,
@@ -180,6 +182,20 @@ def _bound(value: Any) -> float | None:
     return max(INT64_MIN, min(INT64_MAX, value))
 
 
+def all_of(schema: dict) -> dict:
+    """allOf [A, B] -> one schema with A's and B's keywords (a type and its description, as
+    generated documents split them)."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list):
+        return schema
+    merged = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in parts:
+        if isinstance(part, dict):
+            part = all_of(part)
+            merged.update({k: v for k, v in part.items() if k not in merged or k == "type"})
+    return merged
+
+
 def plain_type(schema: dict) -> dict:
     """anyOf/oneOf [X, null] -> X."""
     for combiner in ("anyOf", "oneOf"):
@@ -211,6 +227,7 @@ class ToolPlan:
     rejected: str = ""
     notes: list[str] = field(default_factory=list)
     derived_parameters: bool = False  # PRD features: parameters derived from the entity
+    response_schema: dict = field(default_factory=dict)  # the document's result schema, if any
     original_name: str = ""  # the name the theme gives it, when not a callable function name
 
     def reject(self, reason: str) -> ToolPlan:

@@ -30,6 +30,27 @@ def openapi_entities(model: ThemeModel, doc: dict) -> None:
         _fields_from_object(entity, schema, doc)
 
 
+def response_schema(doc: dict, http: dict) -> dict:
+    """The JSON body schema of an operation's first 2xx response ({} when it declares none)."""
+    paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
+    item = deref(paths.get(http.get("path", "")) or {}, doc)
+    operation = item.get(str(http.get("method", "")).lower()) if isinstance(item, dict) else None
+    responses = operation.get("responses") if isinstance(operation, dict) else None
+    if not isinstance(responses, dict):
+        return {}
+    for status, response in sorted(responses.items(), key=lambda item: str(item[0])):
+        if not str(status).startswith("2"):
+            continue
+        response = deref(response or {}, doc)
+        content = response.get("content") if isinstance(response, dict) else None
+        if not isinstance(content, dict):
+            return {}
+        media = next((m for m in content if "json" in m), "")
+        schema = (content.get(media) or {}).get("schema") if media else None
+        return deref(schema, doc) if isinstance(schema, dict) else {}
+    return {}
+
+
 def _fields_from_object(entity: EntitySpec, schema: dict, doc: dict | None) -> None:
     resolved = deref(schema, doc) if doc is not None else schema
     required = set(resolved.get("required") or [])
@@ -41,6 +62,8 @@ def _fields_from_object(entity: EntitySpec, schema: dict, doc: dict | None) -> N
             spec.object_ref = entity_name(ref)
             if spec.type not in ("array", "object"):
                 spec.type = "object"
+            if spec.type == "array":
+                spec.items = "object"  # items embed another entity, even one left out
         entity.add(spec)
 
 

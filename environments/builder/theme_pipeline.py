@@ -40,6 +40,7 @@ from .stages import (
     run_stages,
     tool_kinds,
 )
+from .theme_contract import ToolContract, check_rows, run_contracts
 from .theme_data import build_theme_database, builtin_matches, candidate_tables
 from .theme_model import ThemeModel, ToolPlan
 from .theme_reading import read_theme
@@ -108,9 +109,17 @@ class ThemeStages(OriginStages):
     code; the verification lists every theme tool that fell and why."""
 
     def __init__(
-        self, request: BuildRequest, theme: dict, workdir: Path, version: int | None, llm: Any
+        self,
+        request: BuildRequest,
+        theme: dict,
+        workdir: Path,
+        version: int | None,
+        llm: Any,
+        pool: Any = None,
     ):
         super().__init__(request.environment_spec(version))
+        self.pool = pool
+        self.db_path: Path | None = None
         self.request = request
         self.theme = theme
         self.workdir = workdir
@@ -154,7 +163,8 @@ class ThemeStages(OriginStages):
             "synthetic_tables": db["synthetic_tables"],
             "matched_tables": db["matched"],
         }
-        return IngestResult(Path(db["db_path"]), db["provenance"], facts)
+        self.db_path = Path(db["db_path"])
+        return IngestResult(self.db_path, db["provenance"], facts)
 
     def label(self) -> str:
         source = Path(str((self.theme.get("provenance") or {}).get("source") or "")).name
@@ -211,6 +221,7 @@ class ThemeStages(OriginStages):
         """Theme tools are reported as such; every tool that fell is listed with its reason;
         the kept tools follow the theme's order."""
         assert self.model is not None
+        verified = self.check_contracts(verified)
         report, rejected = verified.report, self.rejected
         for verdict in report.get("verdicts", []):
             if verdict.get("origin") == "schema":
@@ -243,6 +254,60 @@ class ThemeStages(OriginStages):
         kept = replace(kept, functions={n: kept.functions[n] for n in order})
         return VerifyResult(report, explanation, kept, rejected)
 
+    def check_contracts(self, verified: VerifyResult) -> VerifyResult:
+        """Every kept tool against its document (`theme_contract`), in the sandbox on the
+        environment's rows; one whose contract fails is not verified, whatever its accuracy.
+        The database is checked against the document's enums, patterns, formats and references
+        once. The checks are kept on each tool's verdict and on the report."""
+        assert self.model is not None and self.db_path is not None
+        report, kept = verified.report, verified.kept
+        contracts: dict[str, ToolContract] = run_contracts(
+            kept, self.model, self.db_path, self.spec.name, pool=self.pool
+        )
+        data = check_rows(self.model, self.db_path)
+        report["contract"] = {
+            "data": {"name": data.name, "passed": data.passed, "detail": data.detail},
+            "tools": {name: c.as_dict() for name, c in contracts.items()},
+        }
+        failed = {name for name, c in contracts.items() if not c.passed}
+        for verdict in report.get("verdicts", []):
+            contract = contracts.get(verdict.get("name"))
+            if contract is None or not verdict.get("verified"):
+                continue
+            verdict["contract"] = contract.as_dict()
+            if not contract.passed:
+                verdict["verified"] = False
+                verdict.setdefault("reasons", []).extend(contract.failures)
+        if failed:
+            kept = replace(
+                kept,
+                functions={n: f for n, f in kept.functions.items() if n not in failed},
+            )
+            for attribute in ("schemas", "kinds", "tests", "origin"):
+                setattr(
+                    kept,
+                    attribute,
+                    {n: v for n, v in getattr(kept, attribute).items() if n not in failed},
+                )
+        report["verified_tools"] = [
+            v["name"] for v in report.get("verdicts", []) if v.get("verified")
+        ]
+        count = len(kept.names())
+        report["verified"] = count >= self.request.min_tools
+        report["summary"] = (
+            f"{self.spec.name}: {count} of {len(report.get('verdicts', []))} tools verified "
+            f"(threshold {report.get('threshold')}; document contract checked"
+            + (f", {len(failed)} broke it" if failed else "")
+            + ")"
+            + ("; environment verified" if report["verified"] else "")
+            + ("" if report["verified"] else f"; needs at least {self.request.min_tools}")
+        )
+        explanation = report["summary"] + verified.explanation.partition("\n")[1]
+        explanation += verified.explanation.partition("\n")[2]
+        if not data.passed:
+            explanation += f"\n- generated data: {data.detail}"
+        return VerifyResult(report, explanation, kept, verified.rejected_tools)
+
     def manifest_extra(self, verified: VerifyResult) -> dict[str, Any]:
         kept, verified_tools = verified.kept, set(verified.report["verified_tools"])
         origins = {n: ("llm" if o == "llm" else "imported") for n, o in kept.origin.items()}
@@ -265,6 +330,16 @@ class ThemeStages(OriginStages):
                 if name in verified_tools
             },
             "rejected_tools": verified.rejected_tools or [],
+            "contracts": {
+                name: contract["summary"]
+                for name, contract in (verified.report.get("contract") or {})
+                .get("tools", {})
+                .items()
+                if name in verified_tools
+            },
+            "data_contract": ((verified.report.get("contract") or {}).get("data") or {}).get(
+                "detail", ""
+            ),
         }
 
     def summary(self, build_yield: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +371,7 @@ def run_theme_pipeline(
     on_stage: StageCallback | None = None,
 ) -> BuildOutcome:
     """All five stages for one theme. Raises BuildFailed naming the stage that failed."""
-    stages = ThemeStages(request, theme, Path(workdir), version, llm)
+    stages = ThemeStages(request, theme, Path(workdir), version, llm, pool)
     return run_stages(
         stages,
         root=root,

@@ -24,6 +24,7 @@ from .theme_model import (
     FieldSpec,
     ThemeModel,
     ToolPlan,
+    all_of,
     entity_name,
     field_from_schema,
     plain_type,
@@ -32,6 +33,9 @@ from .theme_model import (
 )
 from .theme_verbs import (
     CLOCK_WORDS,
+    COMPUTATION_PHRASES,
+    COMPUTATIONS,
+    CREDENTIALS,
     DESCRIPTION_VERBS,
     GLOB_NAMES,
     KEY_NAMES,
@@ -182,6 +186,7 @@ class ToolReader:
             derived_parameters=derived,
             original_name=str(tool.get("original_name") or ""),
             notes=[str(n) for n in tool.get("notes") or []],
+            response_schema=dict(tool.get("outputSchema") or tool.get("response_schema") or {}),
         )
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", plan.name):
             return plan.reject(
@@ -191,6 +196,12 @@ class ToolReader:
         outside = self.outside_world(tool)
         if outside:
             return plan.reject(f"needs the outside world: {outside}")
+        computed = self.computation(tool)
+        if computed:
+            return plan.reject(
+                f"computes a result from its arguments ({computed}); the offline builder does "
+                "not write computations"
+            )
         verb, noun = self.verb_noun(tool)
         http = tool.get("http") or {}
         annotations = tool.get("annotations") or {}
@@ -365,6 +376,45 @@ class ToolReader:
             ):
                 return f"it {why} ({tool['name']})"
         return ""
+
+    def computation(self, tool: dict) -> str:
+        """What a tool computes from its arguments ("sum of a and b"), "" when it acts on data.
+
+        A computation is said by its name (`get-sum`, `echo`, `convertUnits`) or its description
+        ("Returns the sum of two numbers", "Echoes back the input") and has the shape of one:
+        only scalar parameters, none naming an entity of the theme, no entity rows returned.
+        "Add a word to the dictionary" names no number, so it stays a create."""
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        if props and not self.scalar_params(tool):
+            return ""
+        if self.output_entity(tool) or any(self.names_entity(p) for p in props):
+            return ""
+        name = str(tool.get("name", ""))
+        tokens = words(name[len(self.prefix) :] if self.prefix else name)
+        described = " ".join(words(tool.get("description", ""))[:20])
+        found = next((COMPUTATIONS[t] for t in tokens[:2] if t in COMPUTATIONS), "")
+        verb, _ = self.verb_noun(tool)
+        if not found and verb in ("", "get"):  # a data verb in the name says what it does
+            found = next(
+                (what for pattern, what in COMPUTATION_PHRASES if re.search(pattern, described)),
+                "",
+            )
+        if not found:
+            return ""
+        names = [str(p) for p in props]
+        if found == "echo":
+            return "echoes back " + (" and ".join(names) if names else "its input")
+        of = " of " + " and ".join(names) if names else ""
+        return f"{found}{of}"
+
+    def names_entity(self, param: str) -> bool:
+        """A parameter that names an entity of the theme (`word`, `order_id`, `customerName`)."""
+        tokens = words(param)
+        return any(
+            singular("_".join(tokens[i:j])) in self.model.entities
+            for i in range(len(tokens))
+            for j in range(i + 1, len(tokens) + 1)
+        )
 
     def plan_transition(self, plan: ToolPlan, verb: str, noun: list[str], entity: str) -> ToolPlan:
         entity = entity or (self.new_noun_entity(noun) if noun else "")
@@ -619,7 +669,11 @@ class ToolReader:
 
     def role(self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict) -> list | None:
         lname = param.lower()
-        plain = plain_type(schema)
+        if re.sub(r"[^a-z0-9]", "", lname) in CREDENTIALS and param not in entity.fields:
+            return ["credential"]  # accepted: the offline environment checks no credentials
+        plain = plain_type(all_of(schema))
+        if isinstance(plain.get("enum"), list) and len(plain["enum"]) == 1 and param != entity.key:
+            return ["credential"]  # a value the document fixes (a routing header): no data
         kind = plain.get("type")
         op = plan.operation
         key = entity.key

@@ -11,7 +11,7 @@ from __future__ import annotations
 from environments.tool_names import function_names, renamed_note
 
 from .theme_model import ThemeModel
-from .theme_openapi import openapi_entities
+from .theme_openapi import openapi_entities, response_schema
 from .theme_plans import ToolReader, choose_key
 from .theme_prd import prd_entities
 from .theme_schemas import checkable_schema
@@ -67,6 +67,9 @@ def read_theme(theme: dict) -> ThemeModel:
     tools = theme_tools(theme)
     if kind == "tool_doc" and isinstance(raw, dict) and "openapi" in raw:
         openapi_entities(model, raw)
+        for tool in tools:
+            if isinstance(tool.get("http"), dict) and not tool.get("outputSchema"):
+                tool["response_schema"] = response_schema(raw, tool["http"])
     if kind == "prd":
         text = raw if isinstance(raw, str) else (raw or {}).get("markdown", "")
         prd_entities(model, text or "")

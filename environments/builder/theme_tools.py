@@ -206,8 +206,19 @@ class _Tests:
         function = python_name(self.plan.name)
         self.tests.append(f"def test_{function}__{case}(call):\n    import json\n{lines}\n")
 
+    def credentials(self) -> dict:
+        """Values for the required credentials a call sends (accepted, never checked)."""
+        props = self.plan.parameters.get("properties") or {}
+        required = set(self.plan.parameters.get("required") or [])
+        values = {}
+        for param, binding in self.plan.bindings.items():
+            if binding[0] == "credential" and param in required:
+                enum = (props.get(param) or {}).get("enum") or []
+                values[param] = enum[0] if enum else "offline-credential"
+        return values
+
     def call(self, arguments: dict) -> str:
-        return f"out = call({self.plan.name!r}, **{arguments!r})"
+        return f"out = call({self.plan.name!r}, **{self.credentials() | arguments!r})"
 
     def check_row(self, arguments: dict, expected: dict, single: bool = True) -> list[str]:
         """Lines asserting the result holds a row with the expected (decoded) values."""
@@ -236,6 +247,7 @@ class _Tests:
         return None
 
     def expect_error(self, arguments: dict, case: str) -> None:
+        arguments = self.credentials() | arguments
         self.add(case, [f"_expect_error(call, {self.plan.name!r}, **{arguments!r})"])
 
     def required_filters(self, sample: dict) -> dict:
@@ -257,6 +269,8 @@ class _Tests:
                 values[param] = ""
             elif binding[0] in ("glob",):
                 values[param] = "*"
+            elif binding[0] == "credential":
+                continue  # every call sends it (`credentials`)
             else:
                 raise _Untestable(f"no value for its required parameter {param!r}")
         return values

@@ -97,6 +97,56 @@ OUTSIDE_WORDS = {
     "token": "issues credentials",
     "upload": "takes a binary file upload, which no JSON argument carries",
 }
+# a tool named by one of these (first words of its name) computes from its arguments
+COMPUTATIONS = {
+    "sum": "sum",
+    "multiply": "product",
+    "product": "product",
+    "divide": "quotient",
+    "subtract": "difference",
+    "calculate": "calculation",
+    "calc": "calculation",
+    "compute": "calculation",
+    "convert": "conversion",
+    "echo": "echo",
+    "random": "random value",
+    "hash": "hash",
+    "checksum": "hash",
+    "uppercase": "formatted string",
+    "lowercase": "formatted string",
+}
+# ... or described by one of these (over the first words of its description)
+COMPUTATION_PHRASES = (
+    (r"\b(sum|total) of (two|the|a|\d+|these|its|all)\b.*\bnumbers?\b", "sum"),
+    (r"\bsum of\b", "sum"),
+    (r"\b(add|adds|adding)\b.{0,30}\bnumbers?\b", "sum"),
+    (r"\b(multipl(y|ies|ied|ying|ication)|product of)\b", "product"),
+    (r"\b(divides?|quotient of)\b", "quotient"),
+    (r"\bsubtract\w*\b", "difference"),
+    (r"\b(calculates?|computes?)\b", "calculation"),
+    (r"\bconverts?\b.{0,40}\b(to|into)\b", "conversion"),
+    (r"\becho(es|ed)?\b", "echo"),
+    (r"\brandom(ly)?\b", "random value"),
+    (r"\b(hash|checksum|digest) (of|for)\b", "hash"),
+    (r"\bformats? (a|the)? ?(string|text|number|date|message)\b", "formatted string"),
+)
+# credentials a client sends with a call (header or query): accepted, never checked offline
+CREDENTIALS = {
+    "apikey",
+    "xapikey",
+    "authorization",
+    "accesstoken",
+    "authtoken",
+    "bearer",
+    # AWS Signature Version 4, sent by every client of an AWS API
+    "xamzcontentsha256",
+    "xamzdate",
+    "xamzalgorithm",
+    "xamzcredential",
+    "xamzsecuritytoken",
+    "xamzsignature",
+    "xamzsignedheaders",
+}
 CLOCK_WORDS = {"current", "now", "today"}
 PAGING = {
     "limit": "limit",
