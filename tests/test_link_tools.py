@@ -46,21 +46,28 @@ def music_db(tmp_path_factory) -> Path:
     return mine_sources(folder / "music.sqlite", files=[script])
 
 
-@pytest.fixture
-def tools_on_copy(music_db, tmp_path):
-    """The generated tools bound to a fresh copy of the database, as the runtime calls them."""
-    tools = generate_tools(music_db, "a music store")
+def bound_tools(db: Path, label: str, tmp_path: Path, foreign_keys: bool = True):
+    """The generated tools bound to a fresh copy of ``db``, as the runtime calls them:
+    (tools, call, connection)."""
+    tools = generate_tools(db, label)
     copy = tmp_path / "state.sqlite"
-    shutil.copyfile(music_db, copy)
+    shutil.copyfile(db, copy)
     conn = sqlite3.connect(copy)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
+    if foreign_keys:
+        conn.execute("PRAGMA foreign_keys = ON")
     namespace: dict = {}
     exec(compile(tools.tools_source(), "tools.py", "exec"), namespace)
 
     def call(name: str, **params):
         return namespace[name](conn, **params)
 
+    return tools, call, conn
+
+
+@pytest.fixture
+def tools_on_copy(music_db, tmp_path):
+    tools, call, conn = bound_tools(music_db, "a music store", tmp_path)
     yield tools, call
     conn.close()
 
@@ -223,17 +230,7 @@ def flights_db(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def flight_tools(flights_db, tmp_path):
-    tools = generate_tools(flights_db, "an airline")
-    copy = tmp_path / "state.sqlite"
-    shutil.copyfile(flights_db, copy)
-    conn = sqlite3.connect(copy)
-    conn.row_factory = sqlite3.Row
-    namespace: dict = {}
-    exec(compile(tools.tools_source(), "tools.py", "exec"), namespace)
-
-    def call(name: str, **params):
-        return namespace[name](conn, **params)
-
+    tools, call, conn = bound_tools(flights_db, "an airline", tmp_path, foreign_keys=False)
     yield tools, call
     conn.close()
 

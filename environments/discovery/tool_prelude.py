@@ -490,16 +490,22 @@ def _add_link(db, spec, keys, params):
     return _find_link(db, spec, key)
 
 
-def _get_link(db, spec, keys, params):
-    """One row of a table keyed by several columns, by all of its key's parts."""
+def _named_link(db, spec, keys, params, missing=""):
+    """(key, row) of the row all of ``params`` name (every key part, nothing else); refused
+    in words when a parameter is unknown or no such row exists (``missing`` ends the words)."""
     params = dict(params)
     key = _link_keys(spec, keys, params)
     if params:
         raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
     row = _find_link(db, spec, key)
     if row is None:
-        raise _NotFound(f"no {_link_words(spec, key)}")
-    return row
+        raise _NotFound(f"no {_link_words(spec, key)}{missing}")
+    return key, row
+
+
+def _get_link(db, spec, keys, params):
+    """One row of a table keyed by several columns, by all of its key's parts."""
+    return _named_link(db, spec, keys, params)[1]
 
 
 def _update_link(db, spec, keys, params):
@@ -521,12 +527,7 @@ def _update_link(db, spec, keys, params):
 
 def _remove_link(db, spec, keys, params):
     """Delete one row of a table keyed by several columns, naming it when it does not exist."""
-    params = dict(params)
-    key = _link_keys(spec, keys, params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
-    if _find_link(db, spec, key) is None:
-        raise _NotFound(f"no {_link_words(spec, key)} exists to remove")
+    key, _ = _named_link(db, spec, keys, params, " exists to remove")
     where = " AND ".join(f'"{k}" = ?' for k in key)
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE {where}', list(key.values()))
     return {"removed": True, **key}
