@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from environments.discovery.sources.base import read_provenance
 from environments.discovery.tool_generator import generate_tools
 from environments.discovery.verification import verify_tools
 from environments.runtime import SandboxPool
+from tests.test_domain_rules import Tools
 
 ROUTES = {"HAT001": ("SFO", "JFK"), "HAT002": ("JFK", "ORD"), "HAT003": ("ORD", "SEA")}
 DAYS = ["2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"]
@@ -161,30 +161,23 @@ def test_search_filters_the_series_by_date(airline_db, tmp_path):
     tools = generate_tools(airline_db, "an airline")
     search = tools.schemas["search_flight_dates"]["function"]["parameters"]["properties"]
     assert {"date", "min_date", "max_date", "flight_number"} <= set(search)
-    copy = tmp_path / "state.sqlite"
-    shutil.copyfile(airline_db, copy)
-    conn = sqlite3.connect(copy)
-    conn.row_factory = sqlite3.Row
-    namespace: dict = {}
-    exec(compile(tools.tools_source(), "tools.py", "exec"), namespace)
-    search_days = namespace["search_flight_dates"]
-    one_day = search_days(conn, date="2024-05-03")
+    run = Tools(tools, airline_db, tmp_path)
+    one_day = run("search_flight_dates", date="2024-05-03")
     assert one_day["total"] == 3
     assert {r["flight_number"] for r in one_day["rows"]} == set(ROUTES)
-    window = search_days(conn, flight_number="HAT003", min_date="2024-05-02", max_date="2024-05-04")
+    window = run(
+        "search_flight_dates", flight_number="HAT003", min_date="2024-05-02", max_date="2024-05-04"
+    )
     assert [r["date"] for r in window["rows"]] == DAYS[1:]
     assert [r["status"] for r in window["rows"]] == ["cancelled", "available", "available"]
     with pytest.raises(ValueError, match="date"):
-        search_days(conn, date="May 3rd")
-    added = namespace["add_flight_date"](
-        conn, flight_number="HAT001", date="2024-05-05", status="available"
-    )
+        run("search_flight_dates", date="May 3rd")
+    added = run("add_flight_date", flight_number="HAT001", date="2024-05-05", status="available")
     assert added["date"] == "2024-05-05"
     with pytest.raises(ValueError, match="already exists"):
-        namespace["add_flight_date"](conn, flight_number="HAT001", date="2024-05-05")
+        run("add_flight_date", flight_number="HAT001", date="2024-05-05")
     with pytest.raises(LookupError, match="flight_number"):
-        namespace["add_flight_date"](conn, flight_number="HAT999", date="2024-05-05")
-    conn.close()
+        run("add_flight_date", flight_number="HAT999", date="2024-05-05")
 
 
 def test_airline_tools_verify_including_the_series_tools(airline_db):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from environments.discovery.sources import mine_sources
 from environments.discovery.tool_generator import generate_tools
 from environments.discovery.verification import verify_tools
 from environments.runtime import SandboxPool
+from tests.test_domain_rules import Tools
 
 MUSIC_SQL = """
 CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL);
@@ -46,30 +45,13 @@ def music_db(tmp_path_factory) -> Path:
     return mine_sources(folder / "music.sqlite", files=[script])
 
 
-def bound_tools(db: Path, label: str, tmp_path: Path, foreign_keys: bool = True):
-    """The generated tools bound to a fresh copy of ``db``, as the runtime calls them:
-    (tools, call, connection)."""
-    tools = generate_tools(db, label)
-    copy = tmp_path / "state.sqlite"
-    shutil.copyfile(db, copy)
-    conn = sqlite3.connect(copy)
-    conn.row_factory = sqlite3.Row
-    if foreign_keys:
-        conn.execute("PRAGMA foreign_keys = ON")
-    namespace: dict = {}
-    exec(compile(tools.tools_source(), "tools.py", "exec"), namespace)
-
-    def call(name: str, **params):
-        return namespace[name](conn, **params)
-
-    return tools, call, conn
-
-
 @pytest.fixture
 def tools_on_copy(music_db, tmp_path):
-    tools, call, conn = bound_tools(music_db, "a music store", tmp_path)
-    yield tools, call
-    conn.close()
+    """The generated tools over a fresh copy of the database, with SQLite's own foreign keys on."""
+    tools = generate_tools(music_db, "a music store")
+    run = Tools(tools, music_db, tmp_path)
+    run.db.execute("PRAGMA foreign_keys = ON")
+    return tools, run
 
 
 def test_schema_keeps_the_composite_key(music_db):
@@ -230,9 +212,8 @@ def flights_db(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def flight_tools(flights_db, tmp_path):
-    tools, call, conn = bound_tools(flights_db, "an airline", tmp_path, foreign_keys=False)
-    yield tools, call
-    conn.close()
+    tools = generate_tools(flights_db, "an airline")
+    return tools, Tools(tools, flights_db, tmp_path)
 
 
 def test_a_dated_series_gets_get_and_update_by_its_whole_key(flight_tools):
