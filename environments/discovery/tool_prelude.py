@@ -131,8 +131,7 @@ def _take_key(spec, params):
 def _get(db, spec, params):
     params = dict(params)
     key = _take_key(spec, params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     return _fetch(db, spec, key)
 
 
@@ -202,13 +201,24 @@ def _compare(column, kind, op, value):
     return f'datetime("{column}") {op} datetime(?)'
 
 
-def _list_children(db, child, column, parent, params):
+def _refuse_unknown(params):
+    """What is left of a call's parameters after a tool took its own: none may remain."""
+    if params:
+        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+
+
+def _parent_and_page(db, parent, params):
+    """(parent key, limit, offset) of a list-for-parent call; the parent row must exist."""
     params = dict(params)
     key = _take_key(parent, params)
     limit, offset = _page(params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     _fetch(db, parent, key)
+    return key, limit, offset
+
+
+def _list_children(db, child, column, parent, params):
+    key, limit, offset = _parent_and_page(db, parent, params)
     table = child["table"]
     total = db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" = ?', (key,)).fetchone()[0]
     keys = child.get("keys") or ([child["pk"]] if child["pk"] else [])
@@ -223,8 +233,7 @@ def _aggregate(db, spec, params):
     metric = params.pop("metric", None)
     column = params.pop("column", None)
     group_by = params.pop("group_by", None)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     columns = spec["columns"]
     if metric not in ("count", "sum", "avg", "min", "max"):
         raise _BadArgument(f"metric must be count, sum, avg, min or max, got {metric!r}")
@@ -322,8 +331,7 @@ def _transition(db, spec, column, target, tool, params):
         if given is None:
             raise _BadArgument(f"missing required argument {column!r}")
         target = given
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     if target not in state["values"]:
         raise _BadArgument(
             f"{spec['table']}.{column} must be one of {_one_of(state['values'])}, got {target!r}"
@@ -439,8 +447,7 @@ def _update(db, spec, params):
 def _delete(db, spec, params):
     params = dict(params)
     key = _take_key(spec, params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     _fetch(db, spec, key)
     for child_table, child_column in spec["children"]:
         sql = f'SELECT COUNT(*) FROM "{child_table}" WHERE "{child_column}" = ?'
@@ -495,8 +502,7 @@ def _named_link(db, spec, keys, params, missing=""):
     in words when a parameter is unknown or no such row exists (``missing`` ends the words)."""
     params = dict(params)
     key = _link_keys(spec, keys, params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
+    _refuse_unknown(params)
     row = _find_link(db, spec, key)
     if row is None:
         raise _NotFound(f"no {_link_words(spec, key)}{missing}")
@@ -535,12 +541,7 @@ def _remove_link(db, spec, keys, params):
 
 def _list_linked(db, link, via, target_column, target, parent, params):
     """Rows of `target` linked to one `parent` row through the link table's two columns."""
-    params = dict(params)
-    key = _take_key(parent, params)
-    limit, offset = _page(params)
-    if params:
-        raise _BadArgument(f"unknown parameters: {', '.join(sorted(params))}")
-    _fetch(db, parent, key)
+    key, limit, offset = _parent_and_page(db, parent, params)
     ref = link["fks"][target_column][1]
     joined = (
         f'FROM "{target["table"]}" AS t JOIN "{link["table"]}" AS l '
