@@ -115,7 +115,16 @@ def _match_case(original: str, word: str) -> str:
     return word.capitalize() if original[:1].isupper() else word
 
 
-_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Word boundaries inside camel case: after a lower-case run of two or more letters or a digit
+# ("invoiceId", "v4Address"; "eMail" and "iPhone" stay one word), and between an acronym and a
+# capitalised word of two or more letters ("HTTPStatus"; "URLs" and "IPv4" stay one word).
+_CAMEL_WORD = re.compile(r"([a-z]{2,}|[0-9])([A-Z])")
+_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z]{2,})")
+
+
+def split_camel(name: str, sep: str = " ") -> str:
+    """``name`` with ``sep`` at each camel-case word boundary: InvoiceLineId -> Invoice Line Id."""
+    return _ACRONYM_WORD.sub(rf"\1{sep}\2", _CAMEL_WORD.sub(rf"\1{sep}\2", str(name)))
 
 
 def with_article(words: str) -> str:
@@ -127,5 +136,5 @@ def with_article(words: str) -> str:
 def words_of(name: str) -> str:
     """A table or column name as words for a sentence: order_items -> order items,
     ContinentCode -> continent code, AreaKm2 -> area km2; acronyms keep their capitals."""
-    spaced = _HUMP.sub(" ", name.replace("_", " "))
+    spaced = split_camel(name.replace("_", " "))
     return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in spaced.split())

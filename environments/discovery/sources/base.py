@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..naming import split_camel
+
 PROVENANCE_TABLE = "aw_provenance"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INT = re.compile(r"^[+-]?(0|[1-9][0-9]*)$")
@@ -62,20 +64,13 @@ class TableSpec:
     list_of: dict[str, str] = field(default_factory=dict)
 
 
-# A word boundary inside camel case: after a lower-case run of two or more letters or a digit
-# ("invoiceId", "v4Address"; "eMail" and "iPhone" stay one word), and between an acronym and a
-# capitalised word of two or more letters ("HTTPStatus"; "URLs" and "IPv4" stay one word).
-_CAMEL_WORD = re.compile(r"([a-z]{2,}|[0-9])([A-Z])")
-_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z]{2,})")
-
-
 def sql_name(raw: str) -> str:
     """A safe SQL identifier from any header or key ("Unit Price ($)" -> "unit_price").
 
     Words written together in camel case are split ("InvoiceLineId" -> "invoice_line_id",
     "HTTPStatus" -> "http_status"), so the tools and tasks read them as words and key names
     match their tables ("CustomerId" -> customer)."""
-    text = _ACRONYM_WORD.sub(r"\1_\2", _CAMEL_WORD.sub(r"\1_\2", str(raw).strip()))
+    text = split_camel(str(raw).strip(), "_")
     name = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
     if not name:
         name = "column"
