@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .naming import singular
+from .naming import singular, split_camel
 from .taxonomy import TAXONOMY, is_valid, primary_of
 from .themes import tokens
 
@@ -46,11 +46,11 @@ def _stem(word: str) -> str:
 TABLE_WEIGHT = 1.5  # per table whose head noun is one of a category's keywords
 TABLE_OTHER_WEIGHT = 0.5  # per table with such a keyword elsewhere in its name
 COLUMN_WEIGHT = 0.5  # per distinct column word among a category's keywords
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_WORD = re.compile(r"[A-Za-z]+|[0-9]+")  # within a name split at its camel-case boundaries
 
 
 def _word_list(name: str) -> list[str]:
-    return [_stem(singular(w.lower())) for w in _WORD.findall(str(name))]
+    return [_stem(singular(w.lower())) for w in _WORD.findall(split_camel(str(name)))]
 
 
 def name_words(name: str) -> set[str]:
