@@ -108,6 +108,7 @@ class EnvironmentSerializer(serializers.ModelSerializer):
             "category",
             "category_path",
             "status",
+            "origin",
             "parent",
             "superseded",
             "content_hash",
@@ -223,6 +224,7 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
         "status": ["exact"],
         "category": ["exact"],
         "name": ["exact"],
+        "origin": ["exact"],
         "tool_count": ["gte", "lte"],
         "task_count": ["gte", "lte"],
     }

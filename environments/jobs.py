@@ -13,6 +13,7 @@ from django.db import transaction
 from aw_site.jobs import JobContext, interrupted, job
 from aw_site.llm import llm_settings
 from aw_site.models import Job
+from environments.build_yield import origin_of
 from environments.builder.publish import next_version_on_disk
 from environments.builder.request import (
     THEME_ORIGINS,
@@ -26,6 +27,12 @@ from environments.builder.submit import queue_build
 from environments.builder.uploads import remove_upload
 from environments.models import Environment, Theme
 from environments.registry import record_package
+
+
+def yield_fields(build_yield: dict[str, Any]) -> dict[str, Any]:
+    """The build yield and the origin column read from it, written together."""
+    origin = origin_of(build_yield)
+    return {"build_yield": build_yield, "origin": "" if origin == "unrecorded" else origin}
 
 
 def packages_root() -> Path:
@@ -98,7 +105,7 @@ def run_build(
     reported_llm: set[str] = set()
 
     def record_yield(stage_name: str, build_yield: dict[str, Any]) -> None:
-        fields: dict[str, Any] = {"build_yield": build_yield}
+        fields: dict[str, Any] = yield_fields(build_yield)
         for part, outcome in (build_yield.get("llm") or {}).items():
             if part not in reported_llm:
                 reported_llm.add(part)
@@ -336,9 +343,10 @@ def adopt_draft(
     Environment.objects.filter(pk=draft.pk).delete()
     recorded = record_package(package_path, verification=report, theme=theme, parent=parent)
     Environment.objects.filter(pk=recorded.pk).update(
-        build_yield=build_yield or {}, created_by=created_by
+        **yield_fields(build_yield or {}), created_by=created_by
     )
     recorded.build_yield, recorded.created_by = build_yield or {}, created_by
+    recorded.origin = yield_fields(recorded.build_yield)["origin"]
     return recorded
 
 
@@ -401,7 +409,7 @@ def complexify_environment(
             outcome.path, verification=outcome.report, theme=base.theme, parent=base
         )
         Environment.objects.filter(pk=recorded.pk).update(
-            build_yield=outcome.build_yield,
+            **yield_fields(outcome.build_yield),
             provenance=recorded.provenance
             + [
                 {

@@ -183,6 +183,14 @@ class Environment(models.Model):
         help_text="What survived each build stage (environments.builder.stages.STAGES): files, "
         "tables, rows, inferred keys, tools generated, tools verified",
     )
+    origin = models.CharField(
+        max_length=40,
+        blank=True,
+        db_index=True,
+        help_text="Where the build started (environments.build_yield.origin_of): built-in "
+        "source, upload, theme (openapi), theme (mcp), complexified; a column so the catalogue "
+        "filters on it at catalogue size",
+    )
     table_count = models.PositiveIntegerField(default=0)
     row_count = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(

@@ -127,6 +127,16 @@ def catalogue(request):
     if status in Environment.Status.values:
         environments = environments.filter(status=status)
     filters["status"] = status
+    origins = sorted(
+        Environment.objects.exclude(origin="")
+        .order_by()
+        .values_list("origin", flat=True)
+        .distinct()
+    )
+    origin = request.GET.get("origin", "")
+    if origin in origins:
+        environments = environments.filter(origin=origin)
+    filters["origin"] = origin
     for field, model_field in (
         ("min_tools", "tool_count__gte"),
         ("max_tools", "tool_count__lte"),
@@ -152,6 +162,7 @@ def catalogue(request):
         "title",
         "description",
         "status",
+        "origin",
         "category_id",
         "tool_count",
         "task_count",
@@ -182,6 +193,7 @@ def catalogue(request):
         "uncategorised": taxonomy.uncategorised,
         "total": sum(taxonomy.direct.values()),
         "statuses": Environment.Status.values,
+        "origins": origins,
         "selected_category": taxonomy.by_id.get(category) if category else None,
         "selected_path": taxonomy.path(category) if category else "",
     }

@@ -92,6 +92,7 @@ def assert_verified_with_yield(environment: Environment) -> None:
     assert environment.build_yield["ingest"]["rows"] == environment.row_count > 0
     assert environment.build_yield["verify"]["verified"] == environment.tool_count
     assert environment.build_yield["tools"]["generated"] >= environment.tool_count
+    assert environment.origin in ("built-in source", "upload")  # the catalogue filters on it
     assert Path(environment.package_path, "state.sqlite").is_file()
 
 
@@ -218,6 +219,7 @@ def test_a_build_whose_tools_do_not_verify_is_rejected_at_the_verify_stage(revie
     assert environment.failure_reason.startswith("verify stage failed")
     assert "needs at least 500" in environment.failure_reason
     assert environment.build_yield["verify"]["passed"] is False
+    assert environment.origin == "built-in source"  # rejected builds keep theirs too
     assert "publish" not in environment.build_yield
     assert not (storage / "environments" / "strict_wheat").exists()
 

@@ -508,10 +508,37 @@ def make_catalogue(
             task_count=i % 40,
             table_count=1 + i % 6,
             row_count=100 * (1 + i % 50),
+            origin=CATALOGUE_ORIGINS[i % len(CATALOGUE_ORIGINS)],
+            build_yield=catalogue_yield(i),
         )
         for i in range(size)
     )
     return leaves
+
+
+# The origins a catalogue mixes, as environments.build_yield.origin_of names them.
+CATALOGUE_ORIGINS = ("theme (openapi)", "theme (openapi)", "built-in source", "upload")
+
+
+def catalogue_yield(i: int) -> dict[str, Any]:
+    """A build yield shaped like a theme build's (stages and funnel), sized like a real one."""
+    origin = CATALOGUE_ORIGINS[i % len(CATALOGUE_ORIGINS)]
+    tools = 3 + i % 17
+    if origin.startswith("theme"):
+        ingest = {"theme_tools": tools + 4, "source_kind": "openapi"}
+    elif origin == "upload":
+        ingest = {"files": [f"data-{i}.csv"], "tables": 1 + i % 6}
+    else:
+        ingest = {"source": f"source-{i}", "tables": 1 + i % 6}
+    return {
+        "ingest": ingest,
+        "schema": {"tables": 1 + i % 6, "foreign_keys": i % 4, "category": "Travel"},
+        "tools": {"generated": tools + 2, "schema_tools": tools + 2},
+        "verify": {"verified": tools, "rejected": 2, "reasons": {"contract": 1, "accuracy": 1}},
+        "funnel": {"theme_tools": tools + 4, "tools_implemented": tools + 2}
+        if origin.startswith("theme")
+        else {},
+    }
 
 
 def make_review_scene(tmp_root: Path | None = None) -> dict[str, Any]:
