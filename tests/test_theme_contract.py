@@ -8,11 +8,17 @@ tools of the same server publish; the generated rows honour the document's enums
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import sqlite3
+import sys
 from dataclasses import replace
+from io import StringIO
+from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from aw_site.models import Job
@@ -297,3 +303,32 @@ def test_the_build_publishes_entity_tools_and_reports_their_contracts(
         "document contract: parameters 1/1 accepted, effect: deletes the word named" in delete_word
     )
     assert 'data-contract-check="effect"' in delete_word
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_mcp_server_with_a_computing_tool_publishes_without_it(settings, tmp_path):
+    """A real stdio MCP server (the SDK's own) listing the dictionary tools and `get-sum`: the
+    CLI builds its entity tools and rejects the sum with the reason, never a look-up."""
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    extra = [
+        tool(
+            "get-sum",
+            "Returns the sum of two numbers",
+            {"a": {"type": "number"}, "b": {"type": "number"}},
+            ["a", "b"],
+        )
+    ]
+    listed = tmp_path / "tools.json"
+    listed.write_text(json.dumps(dictionary_server(extra)["result"]["tools"]))
+    server = Path(__file__).parent / "support" / "listed_mcp_server.py"
+    command = shlex.join([sys.executable, str(server), str(listed)])
+    out = StringIO()
+    call_command("build_environment", mcp=command, name="live_dictionary", stdout=out)
+    assert "built live_dictionary@v1" in out.getvalue()
+    environment = Environment.objects.get(name="live_dictionary")
+    assert environment.theme.provenance["transport"] == "stdio"
+    assert "get-sum" not in set(environment.tools.values_list("name", flat=True))
+    assert "delete_word" in set(environment.tools.values_list("name", flat=True))
+    rejected = {r["name"]: r["reason"] for r in environment.verification_report["rejected_tools"]}
+    assert rejected["get-sum"].startswith("computes a result from its arguments (sum of a and b)")
