@@ -324,6 +324,19 @@ class CatalogueRun(models.Model):
     def __str__(self) -> str:
         return f"catalogue run #{self.pk}"
 
+    @property
+    def selection_label(self) -> str:
+        """The selection in words: "only stripe.com/*, sample 20 (seed 25), limit 5"."""
+        chosen = self.selection or {}
+        parts = []
+        if chosen.get("only"):
+            parts.append(f"only {chosen['only']}")
+        if chosen.get("sample"):
+            parts.append(f"sample {chosen['sample']} (seed {chosen.get('seed') or 0})")
+        if chosen.get("limit"):
+            parts.append(f"limit {chosen['limit']}")
+        return ", ".join(parts) or "all documents"
+
 
 class CatalogueItem(models.Model):
     """The ledger: one row per document (its key and the sha256 of its bytes), whichever run

@@ -120,7 +120,7 @@ def build_part(
     request = BuildRequest.for_theme(
         theme.pk,
         theme.name,
-        category=category.as_path(),
+        category=category.as_dict(),
         options={"tasks": item.run.tasks_per_environment},
     )
     done = final_environment(theme)

@@ -78,6 +78,10 @@ class DirectoryCategory:
     def as_path(self) -> str:
         return f"{self.primary}/{self.secondary}/{self.tertiary}".rstrip("/")
 
+    def as_dict(self) -> dict[str, str]:
+        """As a build request takes it (a tertiary may hold "/": "Import/Export")."""
+        return {"primary": self.primary, "secondary": self.secondary, "tertiary": self.tertiary}
+
 
 def directory_words(document: dict[str, Any]) -> list[str]:
     """The document's `x-apisguru-categories`, lower-case (a lone string is one word)."""
