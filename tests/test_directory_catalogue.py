@@ -6,6 +6,8 @@ run's console page and API."""
 
 from __future__ import annotations
 
+import re
+import shutil
 from io import StringIO
 
 import pytest
@@ -258,3 +260,56 @@ def test_the_run_status_through_the_api(viewer_api, client, roleless):
     client.force_login(roleless)
     assert client.get(f"/api/catalogue-runs/{run.pk}/").status_code == 403
     assert client.get(reverse("catalogue-run", args=[run.pk])).status_code == 403
+
+
+# --- MCP server packages ----------------------------------------------------------------------
+
+
+def test_a_package_list_is_read_as_text_or_json_and_refuses_what_is_not_a_package(tmp_path):
+    from environments.directory.mcp_packages import PackageError, read_package_list
+
+    listed = tmp_path / "servers.txt"
+    listed.write_text(
+        "# reference servers\n"
+        "npm @modelcontextprotocol/server-filesystem@2026.8.31 -- /tmp 'a b'\n"
+        "pypi mcp-server-time==2025.9.25  # computes times\n"
+    )
+    files, time_server = read_package_list(listed)
+    assert files.key == "mcp/npm/@modelcontextprotocol/server-filesystem@2026.8.31"
+    assert files.name == "@modelcontextprotocol/server-filesystem"
+    assert files.args == ("/tmp", "a b")
+    assert (time_server.registry, time_server.name) == ("pypi", "mcp-server-time")
+    as_json = tmp_path / "servers.json"
+    as_json.write_text('[{"registry": "pypi", "package": "mcp-server-time==2025.9.25"}]')
+    assert read_package_list(as_json) == [time_server]
+    assert files.sha256 != time_server.sha256
+    for line, problem in (
+        ("npm", "write 'npm|pypi PACKAGE"),
+        ("cargo mcp-thing", "registry must be npm or pypi"),
+        ("pypi git+https://example.org/x.git", "not a registry package name"),
+        ("npm ./local-server", "not a registry package name"),
+        ("pypi some/where", "only a scoped npm package"),
+    ):
+        listed.write_text(line + "\n")
+        with pytest.raises(PackageError, match=re.escape(problem)):
+            read_package_list(listed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_npm_mcp_server_package_is_installed_listed_and_built_once(storage, tmp_path):
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip("node/npm are not installed: MCP packages from npm cannot be started")
+    listed = tmp_path / "servers.txt"
+    listed.write_text("npm @modelcontextprotocol/server-memory@2026.8.31\n")
+    call_command("build_catalogue", mcp_packages=str(listed), tasks=0, stdout=StringIO())
+    item = CatalogueItem.objects.get()
+    assert item.key == "mcp/npm/@modelcontextprotocol/server-memory@2026.8.31"
+    assert item.state == CatalogueItem.State.PUBLISHED, item.reason
+    installed = storage / "mcp-packages" / "npm"
+    assert any(installed.rglob("server-memory/package.json"))  # confined to the project
+    theme = Theme.objects.get(pk=item.themes[0])
+    assert theme.source_kind == Theme.SourceKind.MCP_SPEC
+    assert theme.provenance["package"]["registry"] == "npm"
+    assert Environment.objects.get(pk=item.environments[0]).tool_count >= 3
+    call_command("build_catalogue", mcp_packages=str(listed), tasks=0, stdout=StringIO())
+    assert CatalogueItem.objects.count() == 1 and Environment.objects.count() == 1

@@ -20,6 +20,12 @@ from environments.directory import ledger
 from environments.directory.categories import DirectoryCategory, directory_category
 from environments.directory.documents import document_themes, read_document
 from environments.directory.listing import file_sha256
+from environments.directory.mcp_packages import (
+    KEY_PREFIX,
+    PackageError,
+    package_theme,
+    packages_root,
+)
 from environments.discovery.themes import ThemeError
 from environments.models import CatalogueItem, Environment, Theme
 
@@ -49,14 +55,11 @@ def build_document(ctx: JobContext, item_id: int) -> dict[str, Any]:
 
 
 def build_claimed(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
-    path = Path(item.run.source) / item.key
     try:
-        document = read_document(path, item.key)
-        if file_sha256(path) != item.sha256:
-            raise ThemeError(f"{item.key}: the file changed since the run listed it")
-        themes = document_themes(document, item.key)
-    except (ThemeError, RecursionError) as exc:
-        reason = f"parse stage failed: {str(exc).removeprefix(f'{item.key}: ')}"
+        document, themes = item_themes(ctx, item)
+    except (ThemeError, RecursionError, PackageError) as exc:
+        stage = "ingest" if isinstance(exc, PackageError) else "parse"
+        reason = f"{stage} stage failed: {str(exc).removeprefix(f'{item.key}: ')}"
         ledger.finish(item.pk, Item.REJECTED, reason)
         return {"item": item.pk, "state": Item.REJECTED, "reason": reason}
     ctx.progress(0.02, f"{item.key}: {len(themes)} part(s)")
@@ -83,6 +86,23 @@ def build_claimed(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
         "environments": [o.environment for o in outcomes],
         "published": len(published),
     }
+
+
+def item_themes(ctx: JobContext, item: CatalogueItem) -> tuple[dict[str, Any], list[dict]]:
+    """The item's document (the directory's JSON; {} for a package) and its theme parts."""
+    from environments.directory.launch import run_packages
+
+    if item.key.startswith(KEY_PREFIX):
+        package = next((p for p in run_packages(item.run) if p.key == item.key), None)
+        if package is None:
+            raise PackageError(f"{item.key}: the run no longer lists this package")
+        ctx.progress(0.01, f"installing and listing {package.package}")
+        return {}, [package_theme(package, packages_root())]
+    path = Path(item.run.source) / item.key
+    document = read_document(path, item.key)
+    if file_sha256(path) != item.sha256:
+        raise ThemeError(f"{item.key}: the file changed since the run listed it")
+    return document, document_themes(document, item.key)
 
 
 def part_theme(

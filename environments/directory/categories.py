@@ -118,7 +118,14 @@ def directory_category(document: dict[str, Any], theme: dict[str, Any]) -> Direc
     """The taxonomy path of one directory document, parsed as `theme`."""
     words = directory_words(document)
     listed = candidates(words)
-    scored_theme = {**theme, "description": f"{theme.get('description', '')} {tag_text(document)}"}
+    raw = theme.get("raw_spec") if isinstance(theme.get("raw_spec"), dict) else {}
+    server = raw.get("server") if isinstance(raw.get("server"), dict) else {}
+    description = theme.get("description") or server.get("instructions") or ""
+    scored_theme = {  # an imported MCP server keeps its tools and words in raw_spec
+        **theme,
+        "description": f"{description} {tag_text(document)}",
+        "tools": theme.get("tools") or raw.get("tools") or [],
+    }
     best: tuple[float, str, set[str]] | None = None
     for score, secondary, matched in secondary_scores(scored_theme):
         if secondary in listed:

