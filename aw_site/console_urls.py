@@ -5,6 +5,7 @@ from django.urls import path
 from arena import dashboard, trajectory_views
 from arena import views as arena_views
 from aw_site import views
+from environments import catalogue_run_views
 from environments import views as environment_views
 from tasks import views as task_views
 from training import views as training_views
@@ -18,6 +19,17 @@ urlpatterns = [
     path("environments/new/", environment_views.new_environment, name="environment-new"),
     path("environments/yield/", environment_views.yield_page, name="environment-yield"),
     path("themes/", environment_views.theme_list, name="theme-list"),
+    path("environments/catalogue-runs/", catalogue_run_views.run_list, name="catalogue-runs"),
+    path(
+        "environments/catalogue-runs/<int:pk>/",
+        catalogue_run_views.run_detail,
+        name="catalogue-run",
+    ),
+    path(
+        "environments/catalogue-runs/<int:pk>/progress/",
+        catalogue_run_views.run_progress,
+        name="catalogue-run-progress",
+    ),
     path("themes/<int:pk>/build/", environment_views.theme_build, name="theme-build"),
     path(
         "environments/builds/<int:job>/", environment_views.build_status, name="environment-build"

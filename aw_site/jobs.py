@@ -202,14 +202,28 @@ def dispatch(job_id: int) -> None:
 
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
+_executor_workers = 2
 
 
 def _in_process_executor() -> ThreadPoolExecutor:
     global _executor
     with _executor_lock:
         if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="aw-job")
+            _executor = ThreadPoolExecutor(
+                max_workers=_executor_workers, thread_name_prefix="aw-job"
+            )
         return _executor
+
+
+def size_in_process_executor(workers: int) -> None:
+    """How many jobs this process runs at once without a broker (default 2), for commands such
+    as build_catalogue that fan out; jobs already handed to a smaller executor finish there."""
+    global _executor, _executor_workers
+    with _executor_lock:
+        _executor_workers = max(1, int(workers))
+        if _executor is not None and _executor._max_workers != _executor_workers:
+            _executor.shutdown(wait=False)  # its queued jobs still run; new ones go to the new
+            _executor = None
 
 
 def in_process_worker_name() -> str:

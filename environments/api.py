@@ -286,3 +286,6 @@ def register(router) -> None:
     router.register("themes", ThemeViewSet, basename="theme")
     router.register("environments", EnvironmentViewSet, basename="environment")
     router.register("tools", ToolViewSet, basename="tool")
+    from environments.catalogue_run_api import register as register_catalogue_runs
+
+    register_catalogue_runs(router)

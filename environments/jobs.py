@@ -163,6 +163,7 @@ def run_build(
         ctx.log(outcome.explanation[:2000])
         recorded = adopt_draft(environment, outcome.path, outcome.report, outcome.build_yield)
         ctx.progress(1.0, f"published {recorded.label} with {recorded.tool_count} verified tools")
+        announce_published(ctx, recorded, request)
         return {
             "environment": recorded.pk,
             "label": recorded.label,
@@ -191,6 +192,19 @@ def run_build(
         shutil.rmtree(workdir, ignore_errors=True)
         if final and request.upload_dir:
             remove_upload(request.upload_dir)
+
+
+def announce_published(ctx: JobContext, environment: Environment, request: BuildRequest) -> None:
+    """Tell the apps above (environment_published) that a version was published; a receiver
+    that fails is logged on the job, never undoing the publish."""
+    from environments.signals import environment_published
+
+    answers = environment_published.send_robust(
+        sender=Environment, environment=environment, options=request.options
+    )
+    for receiver, answer in answers:
+        if isinstance(answer, Exception):
+            ctx.log(f"after publishing, {receiver.__qualname__} failed: {answer}")
 
 
 def _yield_line(values: dict[str, Any]) -> str:
@@ -451,3 +465,27 @@ def import_themes(
     from environments.themes_import import store_themes
 
     return store_themes(ctx, source_kind, documents or [], mcp_command, mcp_url)
+
+
+@job("environments.build_directory")
+def build_directory(ctx: JobContext, run: int) -> dict[str, Any]:
+    """A catalogue run over a directory of documents: list the run's selection and queue one
+    `environments.build_directory_item` per document not yet built (environments/directory/).
+    A retry after a lost worker lists again and queues only what has no live job."""
+    from environments.directory.launch import fan_out
+
+    return fan_out(ctx, run)
+
+
+def _give_up_item(arguments: dict[str, Any], reason: str) -> None:
+    from environments.directory.ledger import give_up
+
+    give_up(int(arguments["item"]), reason)
+
+
+@job("environments.build_directory_item", queue=Job.Queue.SANDBOX, on_give_up=_give_up_item)
+def build_directory_item(ctx: JobContext, item: int) -> dict[str, Any]:
+    """Build one directory document (its theme parts) and record the outcome on its item."""
+    from environments.directory.build import build_document
+
+    return build_document(ctx, item)

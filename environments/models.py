@@ -303,3 +303,92 @@ class ToolTest(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class CatalogueRun(models.Model):
+    """One build of a directory of documents (environments/directory/): what it selected and
+    the job that fans it out. Its documents are the ledger's items."""
+
+    source = models.CharField(max_length=500, help_text="The folder of documents it listed")
+    selection = models.JSONField(
+        default=dict, blank=True, help_text="only (glob), sample, seed, limit"
+    )
+    tasks_per_environment = models.PositiveSmallIntegerField(default=5)
+    listed = models.PositiveIntegerField(default=0, help_text="Documents the selection named")
+    done_before = models.PositiveIntegerField(
+        default=0, help_text="Of those, published or rejected by an earlier run: not built again"
+    )
+    job = models.ForeignKey(
+        "aw_site.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"catalogue run #{self.pk}"
+
+    @property
+    def selection_label(self) -> str:
+        """The selection in words: "only stripe.com/*, sample 20 (seed 25), limit 5"."""
+        chosen = self.selection or {}
+        parts = []
+        if chosen.get("only"):
+            parts.append(f"only {chosen['only']}")
+        if chosen.get("sample"):
+            parts.append(f"sample {chosen['sample']} (seed {chosen.get('seed') or 0})")
+        if chosen.get("limit"):
+            parts.append(f"limit {chosen['limit']}")
+        return ", ".join(parts) or "all documents"
+
+
+class CatalogueItem(models.Model):
+    """The ledger: one row per document (its key and the sha256 of its bytes), whichever run
+    built it. Published or rejected is final: no later run builds that document again."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        BUILDING = "building"
+        PUBLISHED = "published"  # at least one of its environments was published
+        REJECTED = "rejected"  # the document or every one of its builds was refused, with why
+        FAILED = "failed"  # its job gave up (a lost worker): a later run builds it again
+
+    FINAL_STATES = (State.PUBLISHED, State.REJECTED)
+
+    run = models.ForeignKey(CatalogueRun, on_delete=models.CASCADE, related_name="items")
+    key = models.CharField(max_length=500, help_text="The document's path in the directory")
+    sha256 = models.CharField(max_length=64)
+    state = models.CharField(
+        max_length=16, choices=State.choices, default=State.QUEUED, db_index=True
+    )
+    reason = models.TextField(blank=True, help_text="Why it was rejected or failed")
+    reason_kind = models.CharField(max_length=200, blank=True, help_text="The reason, grouped")
+    category = models.CharField(max_length=300, blank=True)
+    themes = models.JSONField(default=list, blank=True, help_text="Theme ids, one per part")
+    environments = models.JSONField(
+        default=list, blank=True, help_text="Environment ids, one per part built"
+    )
+    verified_tools = models.PositiveIntegerField(default=0)
+    job = models.ForeignKey(
+        "aw_site.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    seconds = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.UniqueConstraint(fields=["key", "sha256"], name="catalogue_item_unique_document")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES

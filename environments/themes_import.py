@@ -104,12 +104,23 @@ def store_themes(
     return {"created": created, "duplicates": duplicates, "errors": errors}
 
 
-def store_theme(theme: dict[str, Any], created_by: Any = None) -> Theme:
-    """One parsed or imported theme, classified and stored (a build's MCP import)."""
-    classification = classify_theme(theme, llm_settings())
-    category = Category.ensure_path(
-        classification.primary, classification.secondary, classification.tertiary
-    )
+def store_theme(
+    theme: dict[str, Any],
+    created_by: Any = None,
+    category_path: tuple[str, str, str] | None = None,
+) -> Theme:
+    """One parsed or imported theme, classified and stored (a build's MCP import). A caller
+    that knows the category (a directory document's own categories) gives `category_path`
+    (primary, secondary, tertiary) and the theme is filed there unclassified."""
+    if category_path is not None:
+        category = Category.ensure_path(*category_path)
+        method = "given"
+    else:
+        classification = classify_theme(theme, llm_settings())
+        category = Category.ensure_path(
+            classification.primary, classification.secondary, classification.tertiary
+        )
+        method = classification.method
     raw = theme.get("raw_spec")
     server = (raw.get("server") if isinstance(raw, dict) else None) or {}
     return Theme.objects.create(
@@ -118,7 +129,7 @@ def store_theme(theme: dict[str, Any], created_by: Any = None) -> Theme:
         description=theme.get("description") or server.get("instructions") or "",
         source_kind=theme.get("source_kind", Theme.SourceKind.MANUAL),
         raw_spec=theme,
-        provenance={**theme.get("provenance", {}), "classified_by": classification.method},
+        provenance={**theme.get("provenance", {}), "classified_by": method},
         fingerprint=normalized_name(theme)[:64],
         category=category,
         created_by=created_by,

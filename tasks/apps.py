@@ -9,3 +9,9 @@ class TasksConfig(AppConfig):
         from tasks.environment_tabs import register_environment_tabs
 
         register_environment_tabs()  # the tool graph and task tabs of the environment page
+
+        from environments.signals import environment_published
+        from tasks.receivers import queue_goal_tasks
+
+        # a build asking for tasks (BuildOptions.tasks) gets them once it publishes
+        environment_published.connect(queue_goal_tasks, dispatch_uid="tasks.queue_goal_tasks")

@@ -461,10 +461,12 @@ REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: not
 def console_urls_for(scene) -> list[str]:
     """Every console page, with every stored row it can show; a new page must be listed."""
     from aw_site.models import Job
+    from environments.models import CatalogueRun
     from training.models import TrainingRun
 
     environments = [e.pk for e in [scene["environment"]]]
     builds = Job.objects.filter(kind="environments.build").values_list("pk", flat=True)
+    catalogue_runs = [{"pk": pk} for pk in CatalogueRun.objects.values_list("pk", flat=True)]
     rows = {
         "environment-detail": [{"pk": pk} for pk in environments],
         "environment-tab": [{"pk": pk, "tab": tab} for pk in environments for tab in tab_names()],
@@ -485,6 +487,8 @@ def console_urls_for(scene) -> list[str]:
         "job-progress": [{"pk": pk} for pk in Job.objects.values_list("pk", flat=True)],
         "environment-build": [{"job": pk} for pk in builds],
         "environment-build-progress": [{"job": pk} for pk in builds],
+        "catalogue-run": catalogue_runs,
+        "catalogue-run-progress": catalogue_runs,
     }
     urls = []
     for pattern in console_urls.urlpatterns:

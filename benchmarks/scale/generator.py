@@ -29,7 +29,15 @@ from arena.models import (
 )
 from aw_site.models import Job
 from benchmarks.scale.writers import RowWriter, writer_for_connection
-from environments.models import Category, Environment, Theme, Tool, ToolTest
+from environments.models import (
+    CatalogueItem,
+    CatalogueRun,
+    Category,
+    Environment,
+    Theme,
+    Tool,
+    ToolTest,
+)
 from tasks.models import Task
 from training.models import Policy, Step, TrainingMetric, TrainingRun, Trajectory
 
@@ -264,6 +272,8 @@ class CatalogueGenerator:
             DiagnosisReport,
             FailureLabel,
             ExpansionProposal,
+            CatalogueRun,
+            CatalogueItem,
         ):
             self.base[model] = _next_id(model)
         with transaction.atomic():
@@ -274,6 +284,7 @@ class CatalogueGenerator:
             self._training()
             self._trajectories()
             self._jobs()
+            self._catalogue_run()
             self._arena()
             self.writer.finish()
         return self.report
@@ -633,6 +644,53 @@ class CatalogueGenerator:
                 }
 
         self._table(Job, rows())
+
+    def _catalogue_run(self) -> None:
+        """One catalogue run whose ledger names every environment as a directory document."""
+        run_id, item_base = self.base[CatalogueRun], self.base[CatalogueItem]
+        self._table(
+            CatalogueRun,
+            iter(
+                [
+                    {
+                        "id": run_id,
+                        "source": "/scale/api",
+                        "selection": {},
+                        "tasks_per_environment": 5,
+                        "listed": len(self.environment_ids),
+                        "done_before": 0,
+                        "job_id": None,
+                        "created_by_id": self.user.pk,
+                        "created_at": EPOCH,
+                    }
+                ]
+            ),  # fmt: skip
+        )
+
+        def rows():
+            for i, env_id in enumerate(self.environment_ids):
+                rejected = i % 4 == 3
+                yield {
+                    "id": item_base + i,
+                    "run_id": run_id,
+                    "key": f"scale{env_id}.example.org/1.0/openapi.json",
+                    "sha256": f"{env_id:064x}",
+                    "state": "rejected" if rejected else "published",
+                    "reason": "verify stage failed: too few tools verified" if rejected else "",
+                    "reason_kind": "verify stage failed: too few tools verified"
+                    if rejected
+                    else "",
+                    "category": "",
+                    "themes": [],
+                    "environments": [env_id],
+                    "verified_tools": 0 if rejected else 5,
+                    "job_id": None,
+                    "seconds": 1.0 + i % 7,
+                    "started_at": EPOCH,
+                    "finished_at": EPOCH + timedelta(seconds=1 + i % 7),
+                }
+
+        self._table(CatalogueItem, rows())
 
     def _arena(self) -> None:
         spec, rnd = self.spec, self.random

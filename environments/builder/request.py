@@ -20,6 +20,7 @@ from environments.discovery.taxonomy import is_valid, primary_of
 
 SOURCES_FILE = Path(__file__).with_name("sources.json")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+MAX_TASKS_ON_PUBLISH = 200  # options.tasks: goal tasks a published environment asks for
 
 
 class BuildRequestError(ValueError):
@@ -35,7 +36,7 @@ class Origin(StrEnum):
 
 SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD, Origin.THEME, Origin.MCP)
 THEME_ORIGINS = (Origin.THEME, Origin.MCP)
-OPTION_NAMES = ("threshold", "min_tools", "use_llm", "rows", "data_source")
+OPTION_NAMES = ("threshold", "min_tools", "use_llm", "rows", "data_source", "tasks")
 
 
 def theme_min_tools() -> int:
@@ -111,6 +112,7 @@ class BuildOptions:
     use_llm: bool = True  # ask the configured LLM for domain tools (when one is configured)
     rows: int = 12  # theme builds: rows per table when the generator makes them
     data_source: str = ""  # theme builds: a built-in source for rows; "" = closest match; "none"
+    tasks: int = 0  # goal-tier tasks to synthesize once published (environment_published)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> BuildOptions:
@@ -126,6 +128,7 @@ class BuildOptions:
                 use_llm=bool(data.get("use_llm", cls.use_llm)),
                 rows=int(data.get("rows", cls.rows)),
                 data_source=str(data.get("data_source") or "").strip(),
+                tasks=int(data.get("tasks") or 0),
             )
         except (TypeError, ValueError) as exc:
             raise BuildRequestError(f"build options: {exc}") from exc
@@ -135,6 +138,8 @@ class BuildOptions:
             raise BuildRequestError("options.min_tools must be between 1 and 1000")
         if not 1 <= options.rows <= 500:
             raise BuildRequestError("options.rows must be between 1 and 500")
+        if not 0 <= options.tasks <= MAX_TASKS_ON_PUBLISH:
+            raise BuildRequestError(f"options.tasks must be between 0 and {MAX_TASKS_ON_PUBLISH}")
         if options.data_source not in ("", "none"):
             builtin_source(options.data_source)
         return options

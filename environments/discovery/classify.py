@@ -94,8 +94,9 @@ def tertiary_topic(theme: dict) -> str:
     return title[:80] or "General"
 
 
-def classify_offline(theme: dict) -> Classification:
-    """Deterministic keyword scoring; ties break by taxonomy order."""
+def secondary_scores(theme: dict) -> list[tuple[float, str, set[str]]]:
+    """Every secondary category's keyword score for the theme, in taxonomy order, with the
+    words that matched: (score, secondary, matched)."""
     title_words = tokens(f"{theme.get('title', '')} {theme.get('name', '')}".replace("_", " "))
     body = f"{topic_description(theme.get('description', ''))} " + " ".join(
         f"{t.get('name', '').replace('_', ' ')} {t.get('description', '')}"
@@ -104,16 +105,24 @@ def classify_offline(theme: dict) -> Classification:
     body_words = tokens(body)
     table_words, column_words = _table_words(theme)
     table_names = {head for head, _ in table_words} | {w for _, o in table_words for w in o}
-    best: tuple[float, str, set[str]] = (0.0, FALLBACK[1], set())
+    scores = []
     for primary in TAXONOMY:
         for secondary in primary.secondaries:
             keys = {_stem(k.lower()) for k in secondary.keywords}
             score = 2.0 * len(keys & title_words) + 1.0 * len(keys & body_words)
             score += _table_score(table_words, keys)
             score += COLUMN_WEIGHT * len(keys & column_words)
-            if score > best[0]:
-                matched = keys & (title_words | body_words | table_names | column_words)
-                best = (score, secondary.name, matched)
+            matched = keys & (title_words | body_words | table_names | column_words)
+            scores.append((score, secondary.name, matched))
+    return scores
+
+
+def classify_offline(theme: dict) -> Classification:
+    """Deterministic keyword scoring; ties break by taxonomy order."""
+    best: tuple[float, str, set[str]] = (0.0, FALLBACK[1], set())
+    for scored in secondary_scores(theme):
+        if scored[0] > best[0]:
+            best = scored
     score, secondary, matched = best
     if score > 0:
         method, reason = "keywords", f"matched {', '.join(sorted(matched))}"

@@ -1,0 +1,102 @@
+"""Starting a catalogue run and fanning it out: one build job per pending document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from aw_site.jobs import JobContext, enqueue
+from aw_site.models import Job
+from environments.directory import ledger
+from environments.directory.listing import (
+    DirectoryDocument,
+    DirectoryError,
+    Selection,
+    api_folder,
+    document_paths,
+    list_documents,
+)
+from environments.directory.mcp_packages import MCPPackage
+from environments.models import CatalogueItem, CatalogueRun
+
+RUN_JOB = "environments.build_directory"
+ITEM_JOB = "environments.build_directory_item"
+
+
+def start_run(
+    directory: Path | None,
+    selection: Selection,
+    tasks: int = 5,
+    user: Any = None,
+    mcp_packages: list[MCPPackage] | None = None,
+) -> CatalogueRun:
+    """Record a run over `directory` (the package folder or its api/ folder) and/or a list of
+    MCP server packages, and queue its fan-out job; refuses a folder without documents before
+    anything is queued."""
+    if directory is None and not mcp_packages:
+        raise DirectoryError("give a directory of documents or MCP server packages")
+    source = ""
+    if directory is not None:
+        api = api_folder(directory)
+        if not document_paths(api):
+            raise DirectoryError(f"{api} holds no JSON documents")
+        source = str(api.resolve())
+    if not 0 <= tasks <= 200:
+        raise DirectoryError("tasks per environment must be between 0 and 200")
+    with transaction.atomic():
+        run = CatalogueRun.objects.create(
+            source=source,
+            selection={
+                **selection.as_dict(),
+                "mcp_packages": [p.as_dict() for p in mcp_packages or []],
+            },
+            tasks_per_environment=tasks,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        run.job = enqueue(RUN_JOB, {"run": run.pk}, user=user, target=f"catalogue-run:{run.pk}")
+        run.save(update_fields=["job"])
+    return run
+
+
+def run_packages(run: CatalogueRun) -> list[MCPPackage]:
+    return [MCPPackage.from_dict(p) for p in (run.selection or {}).get("mcp_packages") or []]
+
+
+def run_documents(run: CatalogueRun) -> list[DirectoryDocument]:
+    """What the run builds: its directory's selected documents, then its MCP packages."""
+    chosen = run.selection or {}
+    selection = Selection(**{k: chosen.get(k) for k in ("only", "sample", "seed", "limit")})
+    documents = list_documents(Path(run.source), selection) if run.source else []
+    return documents + [
+        DirectoryDocument(package.key, Path(), package.sha256) for package in run_packages(run)
+    ]
+
+
+def fan_out(ctx: JobContext, run_id: int) -> dict[str, Any]:
+    run = CatalogueRun.objects.get(pk=run_id)
+    ctx.progress(0.05, f"listing {run.source or 'the MCP packages'}")
+    documents = run_documents(run)
+    CatalogueRun.objects.filter(pk=run.pk).update(listed=len(documents))
+    ctx.progress(0.3, f"{len(documents)} documents selected")
+
+    def queue_item(item: CatalogueItem) -> Job:
+        return enqueue(
+            ITEM_JOB, {"item": item.pk}, user=run.created_by, target=f"directory:{item.key}"[:200]
+        )
+
+    result = ledger.queue_pending(run, documents, queue_item)
+    CatalogueRun.objects.filter(pk=run.pk).update(done_before=result.done_before)
+    ctx.progress(
+        1.0,
+        f"queued {len(result.queued)} document builds; {result.done_before} built by an earlier "
+        f"run, {result.in_progress} still building in another",
+    )
+    return {
+        "run": run.pk,
+        "listed": len(documents),
+        "queued": len(result.queued),
+        "done_before": result.done_before,
+        "in_progress": result.in_progress,
+    }

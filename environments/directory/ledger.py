@@ -1,0 +1,193 @@
+"""The catalogue ledger: one row per document (key + sha256), so a run is resumable and never
+builds a document twice.
+
+A run lists its documents and `queue_pending` hands each one that is not final to a build job:
+a document published or rejected by any run is skipped; one whose job is still alive is left to
+it; one that failed (its job gave up) or lost its job is queued again. A build job `claim`s its
+item, records each part as it goes and `finish`es it in one write.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from aw_site.models import Job
+from environments.directory.listing import DirectoryDocument
+from environments.models import CatalogueItem, CatalogueRun, Environment
+
+LIVE_JOB_STATES = (Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING)
+Item = CatalogueItem.State
+
+
+_NAMED_BUILD = re.compile(r"^(\w+ stage failed: )[a-z][a-z0-9_]*: ")  # "...: <environment>: "
+
+
+def reason_kind(reason: str) -> str:
+    """A short label that groups rejections: the first line without the environment's name,
+    quoted names and numbers elided ("verify stage failed: N of N tools verified ...")."""
+    first = (reason or "").strip().splitlines()[0] if (reason or "").strip() else ""
+    first = _NAMED_BUILD.sub(r"\1", first)
+    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", first)
+    first = re.sub(r"\d+(\.\d+)?", "N", first)
+    return first[:160]
+
+
+def has_live_job(item: CatalogueItem) -> bool:
+    return (
+        item.job_id is not None
+        and Job.objects.filter(pk=item.job_id, state__in=LIVE_JOB_STATES).exists()
+    )
+
+
+@dataclass
+class FanOut:
+    queued: list[int] = field(default_factory=list)  # item ids handed to a new build job
+    done_before: int = 0  # published or rejected by an earlier run
+    in_progress: int = 0  # a live job of an earlier run still builds it
+
+
+def queue_pending(
+    run: CatalogueRun,
+    documents: Iterable[DirectoryDocument],
+    queue_item: Callable[[CatalogueItem], Job],
+) -> FanOut:
+    """Give every document of the run that is not final a build job (`queue_item`), each in
+    its own transaction with the item locked, so a re-run of the fan-out (its worker was lost)
+    queues nothing twice."""
+    fan_out = FanOut()
+    for document in documents:
+        with transaction.atomic():
+            item, _ = CatalogueItem.objects.get_or_create(
+                key=document.key, sha256=document.sha256, defaults={"run": run}
+            )
+            item = CatalogueItem.objects.select_for_update().get(pk=item.pk)
+            if item.is_final:
+                if item.run_id != run.pk:
+                    fan_out.done_before += 1
+                continue
+            if has_live_job(item):
+                if item.run_id != run.pk:
+                    fan_out.in_progress += 1
+                continue
+            item.run = run
+            item.state = Item.QUEUED
+            item.reason = item.reason_kind = ""
+            item.job = queue_item(item)
+            item.save(update_fields=["run", "state", "reason", "reason_kind", "job"])
+            fan_out.queued.append(item.pk)
+    return fan_out
+
+
+def claim(item_id: int, job: Job) -> CatalogueItem | None:
+    """Mark the item building for this job; None when it is final or another live job has it."""
+    with transaction.atomic():
+        item = CatalogueItem.objects.select_for_update().filter(pk=item_id).first()
+        if item is None or item.is_final:
+            return None
+        if item.job_id not in (None, job.pk) and has_live_job(item):
+            return None
+        item.state, item.job, item.started_at = Item.BUILDING, job, timezone.now()
+        item.save(update_fields=["state", "job", "started_at"])
+        return item
+
+
+def record_part(item_id: int, field_name: str, index: int, value: int) -> None:
+    """Record part `index`'s theme or environment id on the item (at most once per part)."""
+    with transaction.atomic():
+        item = CatalogueItem.objects.select_for_update().get(pk=item_id)
+        values = list(getattr(item, field_name) or [])
+        if len(values) > index:
+            return
+        values.append(value)
+        setattr(item, field_name, values)
+        item.save(update_fields=[field_name])
+
+
+def finish(item_id: int, state: str, reason: str = "", **fields: Any) -> None:
+    """The item's outcome, in one write: state, reason, its label and the time it took."""
+    now = timezone.now()
+    item = CatalogueItem.objects.get(pk=item_id)
+    seconds = (now - item.started_at).total_seconds() if item.started_at else None
+    CatalogueItem.objects.filter(pk=item_id).exclude(state__in=CatalogueItem.FINAL_STATES).update(
+        state=state,
+        reason=reason[:5000],
+        reason_kind=reason_kind(reason) if reason else "",
+        seconds=round(seconds, 2) if seconds is not None else None,
+        finished_at=now,
+        **fields,
+    )
+
+
+def give_up(item_id: int, reason: str) -> None:
+    """The item's job gave up (its worker died on the last attempt): a later run retries it."""
+    finish(item_id, Item.FAILED, f"the build job gave up: {reason}")
+
+
+# --- what a run shows -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run: int
+    listed: int
+    done_before: int  # built by an earlier run: skipped
+    counts: dict[str, int]  # this run's items by state
+    remaining: int  # queued or building
+    environments_published: int
+    verified_tools: int
+    tasks_kept: int
+    top_reasons: list[tuple[str, int]]  # rejected (and failed), by reason, most first
+    seconds_median: float | None
+    seconds_p95: float | None
+
+    @property
+    def finished(self) -> bool:
+        return self.remaining == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["top_reasons"] = [{"reason": r, "count": c} for r, c in self.top_reasons]
+        data["finished"] = self.finished
+        return data
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 2)
+
+
+def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
+    """Built, rejected by reason, remaining: the run's progress as the ledger records it."""
+    items = list(
+        run.items.values("state", "reason_kind", "environments", "verified_tools", "seconds")
+    )
+    counts = Counter(i["state"] for i in items)
+    environment_ids = [pk for i in items for pk in i["environments"] or []]
+    published = Environment.objects.filter(
+        pk__in=environment_ids, status__in=(Environment.Status.VERIFIED, Environment.Status.RETIRED)
+    )
+    reasons = Counter(i["reason_kind"] for i in items if i["state"] in (Item.REJECTED, Item.FAILED))
+    seconds = [i["seconds"] for i in items if i["seconds"] is not None]
+    return RunSummary(
+        run=run.pk,
+        listed=run.listed,
+        done_before=run.done_before,
+        counts={state: counts.get(state, 0) for state in Item.values},
+        remaining=counts.get(Item.QUEUED, 0) + counts.get(Item.BUILDING, 0),
+        environments_published=published.count(),
+        verified_tools=sum(i["verified_tools"] for i in items),
+        tasks_kept=sum(published.values_list("task_count", flat=True)),
+        top_reasons=reasons.most_common(top),
+        seconds_median=round(statistics.median(seconds), 2) if seconds else None,
+        seconds_p95=percentile(seconds, 0.95),
+    )

