@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('aw_site', '0001_initial'),
-        ('environments', '0003_environment_build_yield'),
+        ('environments', '0004_environment_origin'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
