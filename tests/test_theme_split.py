@@ -346,3 +346,38 @@ def test_importing_a_big_document_stores_one_family_and_a_part_builds_alone(
     page = client.get(reverse("environment-detail", args=[environment.pk])).content.decode()
     assert "data-theme-family" in page and "of Shop Suite" in page
     assert Path(environment.package_path).is_relative_to(storage)
+
+
+def test_a_part_of_one_tag_still_reads_the_entity_its_operation_names_carry():
+    """`pulls/list`, `pulls/get`... are `pulls_...` as function names: that word names the
+    entity, it is not a server's prefix to strip (a tag part is named this way throughout)."""
+    number = {"name": "pull_number", "in": "path", "required": True, "schema": {"type": "integer"}}
+    title = {"title": {"type": "string"}, "state": {"type": "string", "enum": ["open", "closed"]}}
+    body = {"content": {"application/json": {"schema": {"type": "object", "properties": title}}}}
+    ok = {"200": {"description": "ok"}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Pulls", "version": "1"},
+        "paths": {
+            "/pulls": {
+                "get": {"operationId": "pulls/list", "summary": "List them", "responses": ok,
+                        "parameters": [{"name": "state", "in": "query", "schema": {"type": "string"}}]},
+                "post": {"operationId": "pulls/create", "requestBody": body, "responses": ok},
+            },
+            "/pulls/{pull_number}": {
+                "parameters": [number],
+                "get": {"operationId": "pulls/get", "responses": ok},
+                "patch": {"operationId": "pulls/update", "requestBody": body, "responses": ok},
+            },
+        },
+    }  # fmt: skip
+    model = read_theme(parse_theme_document(document, "pulls.json"))
+    plans = {p.original_name: p for p in model.plans}
+    assert {p.name for p in model.plans} == {
+        "pulls_list",
+        "pulls_create",
+        "pulls_get",
+        "pulls_update",
+    }
+    assert all(not p.rejected for p in model.plans), [p.rejected for p in model.plans]
+    assert plans["pulls/list"].entity == plans["pulls/create"].entity == "pull"

@@ -39,6 +39,7 @@ LABEL_LENGTH = 60  # characters of a merged part's label before its middle is el
 _VERSION = re.compile(r"v?\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.IGNORECASE)
 _EXTENSION = re.compile(r"\.(json|xml|ya?ml|csv|txt|html?)$", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z0-9]+")
+_ARGUMENTS = re.compile(r"\{[^}]*\}|\(.*\)$")  # `{id}` anywhere, OData call arguments `(...)`
 
 
 def max_tools_default() -> int:
@@ -115,14 +116,17 @@ def _path_segments(path: str) -> tuple[str, ...]:
     the entity it acts on."""
     out = []
     for raw in path.split("/"):
-        segment = _EXTENSION.sub("", raw.strip().lstrip("$"))
-        if not segment or segment.startswith(("{", ":", "<")) or _VERSION.fullmatch(segment):
+        if raw.strip().startswith((":", "<")):  # `:id`, `<id>`: parameters of other styles
             continue
-        if "=" in segment or "." in segment or segment.startswith("#"):
-            action = re.split(r"[=.#]", segment)[-1] or segment.strip("#=.")
-            segment = _entity_of(action) or action
-        if segment:
-            out.append(segment)
+        segment = _EXTENSION.sub("", _ARGUMENTS.sub("", raw).strip().lstrip("$"))
+        if not segment.strip("#=.") or _VERSION.fullmatch(segment):
+            continue
+        pieces = [piece for piece in re.split(r"[=.#]", segment) if piece]
+        if len(pieces) > 1 or segment.startswith("#"):  # an action, named for what it acts on
+            segment = _entity_of(pieces[-1]) or pieces[-1]
+        else:
+            segment = pieces[0]
+        out.append(segment)
     return tuple(out)
 
 
