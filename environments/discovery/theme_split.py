@@ -79,10 +79,7 @@ def split_theme(theme: dict, max_tools: int | None = None) -> list[dict]:
     if len(tools) <= max_tools:
         return [theme]
     min_tools = max(1, max_tools // 4)
-    operations = _operations(tools)
-    groups: dict[str, list[Operation]] = {}
-    for operation in operations:
-        groups.setdefault(operation.group, []).append(operation)
+    groups = _grouped(_operations(tools), lambda op: op.group)
     splitter = _Splitter(max_tools, min_tools)
     parts = splitter.pack(
         [p for key in sorted(groups, key=_order) for p in splitter.split(groups[key], (key,))]
