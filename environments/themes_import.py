@@ -1,4 +1,5 @@
-"""Storing imported themes: parse each document, classify it, mark near-duplicates."""
+"""Storing imported themes: parse each document, split a big API into a family of parts
+(`theme_split`), classify each theme, mark near-duplicates."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.db import transaction
 
 from aw_site.llm import llm_settings
 from environments.discovery.classify import classify_theme
+from environments.discovery.theme_split import split_theme
 from environments.discovery.themes import (
     ThemeError,
     find_near_duplicates,
@@ -44,12 +46,29 @@ def store_themes(
 ) -> dict[str, Any]:
     parsed: list[dict[str, Any]] = []
     errors: list[str] = []
+    families: list[dict[str, Any]] = []
+
+    def add(theme: dict[str, Any]) -> None:
+        """A theme, or the family of parts a big API splits into (`theme_split`)."""
+        parts = split_theme(theme)
+        parsed.extend(parts)
+        if len(parts) > 1:
+            family = parts[0]["provenance"]["family"]
+            families.append(
+                {
+                    "key": family["key"],
+                    "title": family["title"],
+                    "parts": len(parts),
+                    "tools": family["family_tools"],
+                }  # fmt: skip
+            )
+
     for index, document in enumerate(documents):
         try:
             theme = parse_theme_document(document, f"document {index}")
             if source_kind != "auto":
                 theme["source_kind"] = KIND_ALIASES.get(source_kind, theme["source_kind"])
-            parsed.append(theme)
+            add(theme)
         except (ThemeError, KeyError, TypeError, ValueError) as exc:
             errors.append(f"document {index}: {exc}")
     if mcp_command or mcp_url:
@@ -57,10 +76,13 @@ def store_themes(
 
         try:
             target = mcp_url or shlex.split(mcp_command)
-            parsed.append(import_mcp_server(target))
+            add(import_mcp_server(target))
         except (MCPImportError, ValueError, OSError) as exc:
             errors.append(f"MCP server {mcp_url or mcp_command}: {exc}")
-    ctx.progress(0.3, f"parsed {len(parsed)} theme(s), {len(errors)} error(s)")
+    split_note = "".join(
+        f"; {f['title']} ({f['tools']} tools) split into {f['parts']} parts" for f in families
+    )
+    ctx.progress(0.3, f"parsed {len(parsed)} theme(s), {len(errors)} error(s){split_note}")
 
     existing = existing_theme_dicts()
     pool = [theme for _, theme in existing] + parsed
@@ -101,7 +123,7 @@ def store_themes(
     )
     if errors:
         ctx.log("errors:\n" + "\n".join(errors[:50]))
-    return {"created": created, "duplicates": duplicates, "errors": errors}
+    return {"created": created, "duplicates": duplicates, "errors": errors, "families": families}
 
 
 def store_theme(

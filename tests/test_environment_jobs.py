@@ -11,7 +11,7 @@ from django.db import transaction
 from aw_site.jobs import enqueue
 from aw_site.models import Job
 from environments.models import Environment, Theme, Tool, ToolTest
-from tests.support.worker import celery_worker, redis_available, wait_for
+from tests.support.worker import celery_worker, redis_available, run_job, wait_for
 
 THEMES = Path(__file__).resolve().parents[1] / "environments" / "data" / "themes"
 
@@ -21,13 +21,6 @@ def storage(settings, tmp_path):
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
     return settings.STORAGE_ROOT
-
-
-def run_job(kind: str, arguments: dict) -> Job:
-    with transaction.atomic():
-        job = enqueue(kind, arguments)
-    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=120, message=kind)
-    return Job.objects.get(pk=job.pk)
 
 
 @pytest.mark.django_db(transaction=True)

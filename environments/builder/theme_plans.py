@@ -55,7 +55,9 @@ class ToolReader:
     def __init__(self, model: ThemeModel, tools: list[dict]) -> None:
         self.model = model
         self.tools = tools
-        self.prefix = _common_prefix([t.get("name", "") for t in tools])
+        # read on the names the document gives: `pulls/list` names its entity, while `git_status`
+        # carries a server's prefix (function names write both as `<word>_...`)
+        self.prefix = _common_prefix([t.get("original_name") or t.get("name", "") for t in tools])
 
     def read(self) -> None:
         # Pass 1: entities the tools' object schemas describe (outputs first: they are complete).

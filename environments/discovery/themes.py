@@ -145,7 +145,7 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
             props["body"] = schema
             if body.get("required"):
                 required.append("body")
-    return {
+    tool = {
         "name": str(op.get("operationId") or slug(f"{method}_{path}")),
         "description": str(op.get("summary") or op.get("description") or f"{method} {path}"),
         "parameters": {
@@ -155,6 +155,10 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
         },
         "http": http,
     }
+    tags = [str(t) for t in op.get("tags") or [] if isinstance(t, str | int) and str(t).strip()]
+    if tags:  # how the document groups its operations: a big API splits along them
+        tool["tags"] = tags
+    return tool
 
 
 def openapi_identity(doc: dict) -> dict[str, str]:

@@ -159,3 +159,16 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2, message: s
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def run_job(kind: str, arguments: dict, timeout: float = 120.0):
+    """Enqueue one job (after its transaction commits, as the API does) and wait for its end."""
+    from django.db import transaction
+
+    from aw_site.jobs import enqueue
+    from aw_site.models import Job
+
+    with transaction.atomic():
+        job = enqueue(kind, arguments)
+    wait_for(lambda: Job.objects.get(pk=job.pk).is_finished, timeout=timeout, message=kind)
+    return Job.objects.get(pk=job.pk)
