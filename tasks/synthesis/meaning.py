@@ -286,9 +286,6 @@ def tautological_hop(task: TaskSpec, facts: MeaningFacts) -> str | None:
         node = facts.nodes.get(step["tool"])
         if node is None:
             continue
-        if node.kind == "write":
-            named.clear()
-            continue
         for name, binding in (step.get("inputs") or {}).items():
             p = node.params.get(name)
             source = binding.get("step")
@@ -301,16 +298,25 @@ def tautological_hop(task: TaskSpec, facts: MeaningFacts) -> str | None:
                     f"step {index + 1} takes {words_of(name)} {value!r} from step {source + 1}, "
                     f"which was given that very {words_of(singular(p.key[0]))}"
                 )
+        if node.kind == "write":
+            named.clear()  # a read after a write may look again: the row has changed
+            continue
         record = _single_row(node, results[index] if index < len(results) else None)
         row = _row_id(facts, node.entity, record) if record is not None else None
         sources = {b.get("step") for b in (step.get("inputs") or {}).values()}
-        if row is not None and row in named and sources and row not in {
-            _row_id(facts, facts.nodes[task.gold_chain[s]["tool"]].entity, r)
-            for s in sources
-            if isinstance(s, int) and task.gold_chain[s]["tool"] in facts.nodes
-            for r in [_single_row(facts.nodes[task.gold_chain[s]["tool"]], results[s])]
-            if r is not None
-        }:  # a round trip back to it (a lookup of the details of that very row is no hop)
+        if (
+            row is not None
+            and row in named
+            and sources
+            and row
+            not in {
+                _row_id(facts, facts.nodes[task.gold_chain[s]["tool"]].entity, r)
+                for s in sources
+                if isinstance(s, int) and task.gold_chain[s]["tool"] in facts.nodes
+                for r in [_single_row(facts.nodes[task.gold_chain[s]["tool"]], results[s])]
+                if r is not None
+            }
+        ):  # a round trip back to it (a lookup of the details of that very row is no hop)
             return (
                 f"step {index + 1} lands back on the {words_of(singular(node.entity))} "
                 f"step {named[row] + 1} already named"
@@ -514,7 +520,9 @@ def _answer_kind(task: TaskSpec) -> str:
     spec = (task.metadata or {}).get("answer") or {}
     if spec.get("shape") == "none" or (answer is None and not task.answer_contract):
         return "none"
-    if isinstance(answer, dict) or (isinstance(answer, list) and any(isinstance(a, dict) for a in answer)):
+    if isinstance(answer, dict) or (
+        isinstance(answer, list) and any(isinstance(a, dict) for a in answer)
+    ):
         return "rows"
     if isinstance(answer, int | float) and not isinstance(answer, bool):
         return "number"
@@ -529,7 +537,10 @@ def answer_shape_mismatch(task: TaskSpec, facts: MeaningFacts) -> str | None:
     if kind == "none":
         return None
     questions = re.split(r"(?<=[.?])\s+", request_text(task))
-    asked = next((q for q in reversed(questions) if QUESTION_HEAD.search(q)), "")
+    asked = next(
+        (q for q in reversed(questions) if QUESTION_HEAD.search(q) or COUNT_QUESTION.search(q)),
+        "",
+    )
     if kind == "rows" and COUNT_QUESTION.search(asked) and "in full" not in asked:
         return "the instruction asks how many, the answer expected is rows"
     head = QUESTION_HEAD.search(asked)
@@ -568,6 +579,7 @@ DETECTORS: dict[str, Detector] = {
 def meaning_failures(task: TaskSpec, facts: MeaningFacts) -> dict[str, str | None]:
     """Every detector's reason (None where it found nothing)."""
     return {name: detector(task, facts) for name, detector in DETECTORS.items()}
+
 
 # The checks a walk applies to every step it takes (the rest are about the text).
 WALK_CHECKS: tuple[Detector, ...] = (coincidental_join, tautological_hop, self_assignment)
