@@ -516,3 +516,28 @@ def test_walks_never_join_columns_whose_values_only_overlap(overlap, pool):
                 joins += 1
     assert joins, "walks still follow the foreign keys"
     assert "coincidental_join" not in summary.discarded  # the walker never took such a step
+
+
+# --- every discard counted in the job's account ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_synthesis_run_accounts_for_every_candidate_it_dropped(tmp_path):
+    from environments.registry import record_package
+    from tasks.service import SynthesisAccount, synthesize_tasks
+
+    environment = record_package(build_sample_package(tmp_path, extra_books=20))
+    with SandboxPool(workers=1, recycle_after_program=False) as pool:
+        first = SynthesisAccount()
+        created = synthesize_tasks(
+            environment, count=4, max_walk_length=2, split="train", pool=pool, account=first
+        )
+        assert created and first.stored == len(created)
+        audit = first.audit
+        assert audit.kept >= len(created) and set(audit.discarded) <= set(CHECKS)
+        again = SynthesisAccount()  # the same seeds: every task is stored already
+        assert not synthesize_tasks(
+            environment, count=4, max_walk_length=2, split="train", pool=pool, account=again
+        )
+        assert again.discarded["already stored in this environment"] == len(created)
+        assert again.to_dict()["stored"] == 0
