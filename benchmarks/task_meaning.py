@@ -55,7 +55,7 @@ def main() -> None:
     candidates = 0
     kept = 0
     discarded: Counter = Counter()
-    cpu = 0.0
+    cpu = wall = 0.0
     with SandboxPool(workers=1, recycle_after_program=False) as pool:
         for path in paths:
             package = load_package(path)
@@ -71,6 +71,7 @@ def main() -> None:
             # verified tasks per CPU-minute: the same plans, the full audit
             worker = pool.slots[0].process.pid
             cpu0, worker0 = time.process_time(), _cpu_seconds(worker)
+            wall0 = time.perf_counter()
             with GraphTaskSynthesizer(package, pool, llm=None, tier="goal") as s:
                 for index, plan in enumerate(PLANS.values()):
                     kept += len(s.synthesize(args.count, Difficulty(**plan), seed=1000 * index))
@@ -79,6 +80,7 @@ def main() -> None:
             if pool.slots[0].process.pid == worker:
                 spent += _cpu_seconds(worker) - worker0
             cpu += spent
+            wall += time.perf_counter() - wall0
     print(f"{len(paths)} environments, {candidates} candidate goal-tier graph tasks")
     print(f"{'detector':24} {'caught':>7} {'share':>7}")
     for name in [*DETECTORS, "any"]:
