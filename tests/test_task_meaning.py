@@ -383,6 +383,8 @@ def test_answer_shape_mismatch_flags_ids_asked_and_rows_expected(facts):
     assert "whole rows" in answer_shape_mismatch(emails_for_rows, facts)
     how_many = task("How many customers does Ann look after?", [], [ANN], "list")
     assert "how many" in answer_shape_mismatch(how_many, facts)
+    column = task("List the isotopes whose number is the number of the element ...", [], [ANN])
+    assert answer_shape_mismatch(column, facts) is None  # "number" is a column here
     emails = task("List the emails of the customers ...", [], ["ann@shop.test"], "list", "email")
     assert answer_shape_mismatch(emails, facts) is None
     customers = task('List the customers whose first name is "Ann".', [], [ANN], "list")

@@ -506,7 +506,9 @@ def leaked_internal_name(task: TaskSpec, facts: MeaningFacts) -> str | None:
 
 
 ID_WORDS = {"id", "ids", "key", "keys", "code", "codes", "number", "numbers", "email", "emails"}
-COUNT_QUESTION = re.compile(r"\b(how many|the number of|count the)\b", re.IGNORECASE)
+COUNT_QUESTION = re.compile(
+    r"(?:^|: )(how many|what is the number of|count the)\b", re.IGNORECASE
+)  # at the head of the question: "the number of the element" may be a column
 QUESTION_HEAD = re.compile(
     r"\b(?:List|What (?:is|are)|Report|Give|Find)\s+(?:the\s+|all\s+|every\s+)?"
     r"([a-z0-9 ]+?)(?=\s+(?:of|whose|that|which|with|where|in|for|from|you|among)\b|[.?(,]|$)",
