@@ -213,6 +213,16 @@ def _described(task: TaskSpec) -> set[tuple[int, str]]:
     }
 
 
+def _fed(task: TaskSpec, index: int, node: ToolNode):
+    """(parameter name, its ParamInfo, source step, binding) of every parameter of step
+    ``index`` an earlier step's result fed."""
+    for name, binding in (task.gold_chain[index].get("inputs") or {}).items():
+        p = node.params.get(name)
+        source = binding.get("step")
+        if p is not None and isinstance(source, int) and 0 <= source < index:
+            yield name, p, source, binding
+
+
 def _single_row(node: ToolNode | None, result: Any) -> dict[str, Any] | None:
     """The one row a read returned (a row, or a list of exactly one), else None."""
     if node is None or not node.returns_rows:
@@ -286,10 +296,8 @@ def tautological_hop(task: TaskSpec, facts: MeaningFacts) -> str | None:
         node = facts.nodes.get(step["tool"])
         if node is None:
             continue
-        for name, binding in (step.get("inputs") or {}).items():
-            p = node.params.get(name)
-            source = binding.get("step")
-            if p is None or p.key is None or not isinstance(source, int):
+        for name, p, source, _ in _fed(task, index, node):
+            if p.key is None:
                 continue
             value = (step.get("arguments") or {}).get(name)
             row = (p.key[0], json.dumps(value, default=str))
@@ -365,11 +373,7 @@ def coincidental_join(task: TaskSpec, facts: MeaningFacts) -> str | None:
         node = facts.nodes.get(step["tool"])
         if node is None:
             continue
-        for name, binding in (step.get("inputs") or {}).items():
-            p = node.params.get(name)
-            source = binding.get("step")
-            if p is None or not isinstance(source, int) or source >= len(task.gold_chain):
-                continue
+        for name, p, source, binding in _fed(task, index, node):
             field_name = binding.get("field")
             if field_name is None:
                 continue
