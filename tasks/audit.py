@@ -8,6 +8,12 @@ condition did not select, must each be *not solved* and under the partial-credit
 instruction must not state the answer it asks for (``given_answer``). A check that cannot apply (no write to drop, no answer to hedge, no
 argument that changes the outcome) is recorded as not applicable. A task failing any check is
 discarded and counted by the first check it failed.
+
+Before any replay, the meaning checks (``tasks.synthesis.meaning``) read the task against the
+environment's schema: a task that names a row by its surrogate id, hops back to a row already
+named, repeats a clause, joins values that only coincide, sets a field to itself, leaks an
+internal name or expects another answer than it asks for is discarded by that check's name,
+without costing a sandbox run.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ from tasks.answer_contract import AnswerContract, compare, task_contract
 from tasks.reward import RewardSettings, score
 from tasks.state_changes import compare_diffs
 from tasks.synthesis.arguments import coerce, write_arguments
+from tasks.synthesis.environment_view import EnvironmentView
+from tasks.synthesis.meaning import DETECTORS, MeaningFacts
 from tasks.synthesis.task_spec import TaskSpec, canonical_json
 from tasks.synthesis.tool_graph import ToolNode, is_row_list, records_of
 from tasks.trajectory import Step, ToolCall, Trajectory
 from tasks.verification import run_verification
 
+MEANING_CHECKS: tuple[str, ...] = tuple(DETECTORS)
 CHECKS: tuple[str, ...] = (
+    *MEANING_CHECKS,
     "gold",
     "no_op",
     "dropped_write",
@@ -193,6 +203,7 @@ class VerifierAuditor:
         view: Any,
         nodes: dict[str, ToolNode] | None = None,
         settings: RewardSettings | None = None,
+        facts: MeaningFacts | None = None,
     ):
         self.package = package
         self.pool = pool
@@ -201,6 +212,26 @@ class VerifierAuditor:
         self.settings = settings or RewardSettings()
         self.summary = AuditSummary()
         self._initial_hash: str | None = None
+        self._facts = facts
+
+    @property
+    def facts(self) -> MeaningFacts | None:
+        """The environment's schema facts for the meaning checks (None without a view)."""
+        if self._facts is None and isinstance(self.view, EnvironmentView):
+            self._facts = MeaningFacts.of(self.view, self.nodes)
+        return self._facts
+
+    def meaning_checks(self, task: TaskSpec) -> list[AuditCheck]:
+        """One check per meaning detector; not applicable where no schema facts are known."""
+        facts = self.facts
+        if facts is None:
+            detail = "no environment view to read the schema from"
+            return [AuditCheck(name, False, True, detail=detail) for name in MEANING_CHECKS]
+        checks = []
+        for name, detector in DETECTORS.items():
+            reason = detector(task, facts)
+            checks.append(AuditCheck(name, True, reason is None, detail=reason or ""))
+        return checks
 
     def audit(self, task: TaskSpec) -> VerifierAudit:
         contract = task_contract(task)
@@ -210,7 +241,12 @@ class VerifierAuditor:
             for c in task.gold_chain
         ]
         reference = task.reference_answer if contract.expects_answer else None
-        checks: list[AuditCheck] = []
+        checks = self.meaning_checks(task)
+        failed = next((c.name for c in checks if c.applicable and not c.passed), None)
+        if failed is not None:  # meaningless: no replay can make it worth keeping
+            audit = VerifierAudit(False, checks, failed)
+            self.summary.add(audit)
+            return audit
         # A graph gold run reports what its replayed last step returns: a stale or corrupted
         # reference then fails the gold check instead of agreeing with itself.
         answers = {"gold": FROM_RUN if task.kind == "graph" else reference}

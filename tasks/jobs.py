@@ -7,7 +7,7 @@ from typing import Any
 from aw_site.jobs import JobContext, job
 from aw_site.models import Job
 from environments.models import Environment
-from tasks.service import synthesize_tasks
+from tasks.service import SynthesisAccount, synthesize_tasks
 
 
 @job("tasks.synthesize", queue=Job.Queue.SANDBOX)
@@ -33,6 +33,7 @@ def synthesize(
         raise ValueError(
             f"{record} is {record.status}; tasks are synthesized in verified environments only"
         )
+    account = SynthesisAccount()
     created = synthesize_tasks(
         record,
         kind=kind,
@@ -45,6 +46,7 @@ def synthesize(
         tier=tier,
         consistency=consistency,
         progress=ctx.progress,
+        account=account,
     )
     by_split: dict[str, int] = {}
     by_consistency: dict[str, int] = {}
@@ -52,8 +54,10 @@ def synthesize(
         by_split[task.split] = by_split.get(task.split, 0) + 1
         if task.consistency:
             by_consistency[task.consistency] = by_consistency.get(task.consistency, 0) + 1
-    ctx.progress(1.0, f"stored {len(created)} new tasks in {record.label}")
-    result: dict[str, Any] = {"created": len(created), "by_split": by_split}
+    dropped = sum(account.discarded.values()) + sum(account.audit.discarded.values())
+    ctx.progress(1.0, f"stored {len(created)} new tasks in {record.label}; {dropped} discarded")
+    # what the audit kept and discarded by check, and every other discard by reason
+    result: dict[str, Any] = {"created": len(created), "by_split": by_split, **account.to_dict()}
     if by_consistency:
         result["by_consistency"] = by_consistency
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -88,10 +88,59 @@ def _quiet(fraction: float, message: str = "") -> None:
 
 @dataclass
 class SynthesisBatch:
-    """Tasks that passed synthesis and the verifier audit, and the audit's account."""
+    """Tasks that passed synthesis and the verifier audit, the audit's account, and every
+    other candidate dropped on the way, counted by reason in words."""
 
     specs: list[TaskSpec]
     audit: AuditSummary
+    discarded: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SynthesisAccount:
+    """What a synthesis run kept and dropped: the audit's account (by check) and every other
+    discard (walks, programs, target tools, storage) by reason; a job returns it."""
+
+    audit: AuditSummary = field(default_factory=AuditSummary)
+    discarded: Counter = field(default_factory=Counter)
+    stored: int = 0
+
+    def add(self, batch: SynthesisBatch) -> None:
+        self.audit = self.audit.merge(batch.audit)
+        self.discarded.update(batch.discarded)
+
+    def drop(self, reason: str, count: int = 1) -> None:
+        if count > 0:
+            self.discarded[reason] += count
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stored": self.stored,
+            "audit": self.audit.to_dict(),
+            "discarded": dict(sorted(self.discarded.items())),
+        }
+
+
+def graph_discards(stats: Any) -> dict[str, int]:
+    """A graph synthesizer's drops before the audit, by reason (``GraphSynthesisStats``)."""
+    reasons = {
+        "walk shorter than planned": stats.short,
+        "same walk as a task found before": stats.duplicates,
+        "refused by the dependency check": stats.dependency_rejected,
+    }
+    return {reason: count for reason, count in reasons.items() if count}
+
+
+def program_discards(synthesizer: ProgrammaticTaskSynthesizer) -> dict[str, int]:
+    """A programmatic synthesizer's drops outside the audit (the audit counts its own)."""
+    found = {
+        f"program: {reason}": count
+        for reason, count in synthesizer.dropped.items()
+        if not reason.startswith("audit")
+    }
+    if not synthesizer.shapes:
+        found["program: the environment has no parent -> children tools to loop over"] = 1
+    return found
 
 
 def synthesize_specs(
@@ -114,7 +163,7 @@ def synthesize_specs(
         synthesizer = ProgrammaticTaskSynthesizer(package, pool, tier=tier)
         specs = synthesizer.synthesize(count, seed=seed)
         progress(1.0, f"{len(specs)} programmatic tasks")
-        return SynthesisBatch(specs, synthesizer.auditor.summary)
+        return SynthesisBatch(specs, synthesizer.auditor.summary, program_discards(synthesizer))
     lengths = list(range(min_walk_length, max_walk_length + 1))
     specs: list[TaskSpec] = []
     with GraphTaskSynthesizer(package, pool, tier=tier) as synthesizer:
@@ -137,7 +186,7 @@ def synthesize_specs(
                 f"{len(specs)} graph tasks (walks up to {length} steps); "
                 f"audit kept {audit.kept} of {audit.audited}",
             )
-        return SynthesisBatch(specs, synthesizer.auditor.summary)
+        return SynthesisBatch(specs, synthesizer.auditor.summary, graph_discards(synthesizer.stats))
 
 
 @transaction.atomic
@@ -166,13 +215,16 @@ def synthesize_tasks(
     progress: Progress = _quiet,
     tools: Sequence[str] = (),
     max_batches: int = 3,
+    account: SynthesisAccount | None = None,
 ) -> list[Task]:
     """Synthesize and store tasks; without ``split`` each lands where its signature hashes.
 
     ``consistency`` (see ``consistency_settings``): measure each task's pass rate over N
     rollouts of a policy and mark the tasks every rollout or none solved.
     ``tools``: target tools; only tasks whose gold solution uses one of them are kept, and up
-    to ``max_batches`` batches (new seeds) are drawn to find ``count`` of them."""
+    to ``max_batches`` batches (new seeds) are drawn to find ``count`` of them.
+    ``account``: filled with what was kept and every discard by reason (the job's result)."""
+    account = account if account is not None else SynthesisAccount()
     measuring = consistency_settings(consistency)
     package = load_package(environment.package_path)
     own_pool = pool is None
@@ -194,12 +246,18 @@ def synthesize_tasks(
                 progress=progress,
             )
             record_audit(environment, batch.audit)
+            account.add(batch)
             for spec in batch.specs:
-                if not wanted or wanted & set(gold_tools(spec)):
-                    kept.setdefault(spec.signature, spec)
+                if wanted and not wanted & set(gold_tools(spec)):
+                    account.drop("uses none of the target tools")
+                elif spec.signature in kept:
+                    account.drop("found again in a later batch")
+                else:
+                    kept[spec.signature] = spec
             if len(kept) >= count:
                 break
         specs = list(kept.values())[:count]
+        account.drop("more than the count asked for", len(kept) - len(specs))
         if measuring and specs:
             progress(0.9, f"{measuring['rollouts']} rollouts of {len(specs)} tasks")
             report = measure_consistency(specs, package, pool, measuring)
@@ -213,13 +271,16 @@ def synthesize_tasks(
         if own_pool:
             pool.close()
     policy = SplitPolicy()
-    return record_tasks(
+    created = record_tasks(
         environment,
         specs,
         split=split,
         round_number=round_number,
         split_of=lambda s: policy.split_of(s.signature),
     )
+    account.drop("already stored in this environment", len(specs) - len(created))
+    account.stored = len(created)
+    return created
 
 
 ARENA_LENGTHS = (1, 2, 4, 8, 12, 16, 24, 32, 40)  # walk plans a round spreads its tasks over

@@ -107,7 +107,15 @@ def test_a_write_task_whose_writes_change_nothing_is_discarded(auditor):
         signature="stock-unchanged",
     )
     audit = auditor.audit(task)
-    assert not audit.passed and audit.failed == "dropped_write"
+    # Named by its surrogate id (books have titles) and set to the stock it holds: the meaning
+    # checks discard it before any replay ...
+    checks = {c.name: c for c in audit.checks}
+    assert not audit.passed and audit.failed == "surrogate_id_naming"
+    assert not checks["self_assignment"].passed
+    assert "gold" not in checks
+    # ... and the replayed audit would too: dropping the write changes nothing.
+    dropped = auditor._dropped_write(task, task.gold_chain, None)
+    assert dropped.applicable and not dropped.passed
 
 
 def test_a_task_whose_reference_answer_is_wrong_is_discarded(graph_tasks, auditor):

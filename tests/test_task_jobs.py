@@ -9,6 +9,7 @@ from aw_site.jobs import enqueue
 from aw_site.models import Job
 from environments.registry import record_package
 from environments.runtime import SandboxPool
+from tasks.audit import MEANING_CHECKS
 from tasks.models import Task
 from tasks.service import fresh_arena_tasks
 from tests.support.sample_package import build_sample_package
@@ -50,7 +51,13 @@ def test_synthesize_job_stores_verified_tasks_with_splits(bookstore, settings):
     assert audit["kept"] >= tasks.count() and audit["audited"] == audit["kept"] + sum(
         audit["discarded"].values()
     )
-    assert audit["checks_applied"]["gold"] == audit["audited"]
+    # a task the meaning checks discard is never replayed: every other one faces the gold run
+    meaningless = sum(audit["discarded"].get(name, 0) for name in MEANING_CHECKS)
+    assert audit["checks_applied"]["gold"] == audit["audited"] - meaningless
+    # the job's result carries this run's account: the audit's and every other discard
+    assert record.result["stored"] == record.result["created"]
+    assert record.result["audit"]["kept"] >= record.result["created"]
+    assert all(isinstance(n, int) for n in record.result["discarded"].values())
 
 
 @pytest.mark.django_db

@@ -171,25 +171,48 @@ def write_arguments(
         settable = [(n, p) for n, p in settable if p.required or n in chosen or n in fixed]
     elif node.action == "delete":
         settable = [(n, p) for n, p in settable if p.required]
+    current = _current_row(view, entity, info.key, arguments) if node.action == "update" else {}
     for name, p in settable:
         if name in fixed:
             arguments[name] = fixed.pop(name)
-        elif node.action == "create" and not p.required and rng.random() < 0.5:
             continue
-        elif p.role == "enum" and p.enum:
-            arguments[name] = rng.choice(p.enum)
-        elif p.key and p.key != (entity, info.key):
-            arguments[name] = coerce(view.sample_value(*p.key, rng), p.type)
-        elif p.key == (entity, info.key) and node.action == "create":
-            arguments[name] = fresh_key(view, entity, info.key, p.type, rng)
+        if node.action == "create" and not p.required and rng.random() < 0.5:
+            continue
+        for _draw in range(REDRAWS):  # an update sets a value the row does not hold already
+            arguments[name] = _write_value(view, node, p, entity, info.key, rng)
+            if p.column is None or arguments[name] != current.get(p.column[1], _UNSET):
+                break
         else:
-            arguments[name] = coerce(fresh_value(view, *p.column, p.type, rng), p.type)
+            if not p.required:
+                del arguments[name]  # every draw is the value it holds: leave it alone
+                continue
         if arguments.get(name, 0) is None:
             return None
     for name, p in node.params.items():
         if p.required and name not in arguments:
             return None
     return arguments
+
+
+REDRAWS = 4
+
+
+def _write_value(view: EnvironmentView, node, p, entity: str, key: str | None, rng) -> Any:
+    if p.role == "enum" and p.enum:
+        return rng.choice(p.enum)
+    if p.key and p.key != (entity, key):
+        return coerce(view.sample_value(*p.key, rng), p.type)
+    if p.key == (entity, key) and node.action == "create":
+        return fresh_key(view, entity, key, p.type, rng)
+    return coerce(fresh_value(view, *p.column, p.type, rng), p.type)
+
+
+def _current_row(view: EnvironmentView, entity: str, key: str | None, arguments) -> dict:
+    """The row an update acts on, as the published state holds it ({} when not found)."""
+    if not key or not arguments:
+        return {}
+    value = next(iter(arguments.values()))
+    return next((r for r in view.rows(entity) if r.get(key) == value), {})
 
 
 def p_is_own_key(p, entity: str, key: str) -> bool:

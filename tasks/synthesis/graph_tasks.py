@@ -23,6 +23,7 @@ from tasks.synthesis.difficulty import StructuralDifficulty
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.episodes import EpisodeLease
 from tasks.synthesis.instructions import compose_instruction, llm_instruction
+from tasks.synthesis.meaning import WALK_CHECKS, MeaningFacts
 from tasks.synthesis.task_spec import TaskSpec, canonical_json, canonical_signature
 from tasks.synthesis.tool_graph import (
     ToolGraph,
@@ -78,6 +79,8 @@ class GraphSynthesisStats:
     pruned_steps: int = 0  # goal tiers: lookups feeding neither the answer nor a write
     backtracks: int = 0  # steps undone because the chain could not go on from them
     dependency_rejected: int = 0  # walks the dependency check refused (none expected)
+    # steps a walk did not take because they would mean nothing, by meaning check
+    meaningless_steps: dict[str, int] = field(default_factory=dict)
     lengths: dict[int, int] = field(default_factory=dict)  # kept tasks by gold chain length
 
 
@@ -179,6 +182,7 @@ class GraphWalker:
         self.lease = lease
         self.stats = stats
         self.nodes = graph.nodes
+        self._facts: MeaningFacts | None = None
 
     def _bindings(self, node: ToolNode, steps, rng=None) -> dict[str, dict[str, Any]]:
         """For each parameter of ``node`` an earlier output can fill, the latest such step
@@ -308,15 +312,6 @@ class GraphWalker:
                 break
         if any(s["tool"] == node.name and s["arguments"] == arguments for s in since_write):
             return False  # the same call on the same state adds nothing
-        self.stats.calls += 1
-        outcome = self.lease.call(node.name, arguments, node.kind)
-        if not outcome.ok:
-            self.stats.step_errors += 1
-            return False
-        if not self._useful(node, arguments, outcome.result):
-            return False
-        if node.kind == "read" and self._seen(node, outcome.result, steps):
-            return False  # it only finds rows the chain already holds
         inputs = {
             name: {
                 "step": b["step"],
@@ -329,10 +324,54 @@ class GraphWalker:
             if arguments.get(name) == b["value"]
         }
         step = {"tool": node.name, "arguments": arguments, "inputs": inputs}
+        if self._meaningless(steps, step):
+            return False  # a join of values that only coincide, a hop back, a self-assignment
+        self.stats.calls += 1
+        outcome = self.lease.call(node.name, arguments, node.kind)
+        if not outcome.ok:
+            self.stats.step_errors += 1
+            return False
+        if not self._useful(node, arguments, outcome.result):
+            return False
+        if node.kind == "read" and self._seen(node, outcome.result, steps):
+            return False  # it only finds rows the chain already holds
         step["result"] = outcome.result
+        if node.kind == "read" and self._meaningless(steps, step):
+            return False  # it lands back on a row the chain already named
         step["truncated"] = self._truncated(step)
         steps.append(step)
         return True
+
+    @property
+    def facts(self) -> MeaningFacts:
+        """The environment's schema facts (keys, links, natural names), read once."""
+        if self._facts is None:
+            self._facts = MeaningFacts.of(self.view, self.nodes)
+        return self._facts
+
+    def _meaningless(self, steps, step) -> str | None:
+        """Why adding ``step`` would make the chain mean nothing (``meaning.WALK_CHECKS``: the
+        audit's detectors a walk can avoid), or None. The chain so far passed them."""
+        chain = [
+            {"tool": s["tool"], "arguments": s["arguments"], "inputs": s.get("inputs", {})}
+            for s in (*steps, step)
+        ]
+        results = [s.get("result") for s in (*steps, step)]
+        task = TaskSpec(
+            kind="graph",
+            environment=self.view.name,
+            instruction="",
+            gold_chain=chain,
+            metadata={"gold_results": results},
+        )
+        for check in WALK_CHECKS:
+            reason = check(task, self.facts)
+            if reason:
+                self.stats.meaningless_steps[check.__name__] = (
+                    self.stats.meaningless_steps.get(check.__name__, 0) + 1
+                )
+                return reason
+        return None
 
     def _rows_found(self, node: ToolNode, result: Any) -> dict | None:
         """{(table, key): record} of the rows a read returned; None where rows carry no key."""
@@ -753,7 +792,11 @@ class GraphTaskSynthesizer:
         )
         from tasks.audit import VerifierAuditor  # the audit scores with tasks.reward
 
-        self.auditor = VerifierAuditor(package, pool, self.view, graph.nodes) if audit else None
+        self.auditor = (
+            VerifierAuditor(package, pool, self.view, graph.nodes, facts=self.walker.facts)
+            if audit
+            else None
+        )
 
     def close(self) -> None:
         self.lease.close()

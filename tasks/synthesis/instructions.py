@@ -273,6 +273,7 @@ class GoalPhrases:
         self.described = described or {}
         self.labels = self._labels()
         self._defining: int | None = None
+        self._said: set[str] = set()  # row phrases in the text so far, in the order said
 
     def _labels(self) -> dict[int, str]:
         """Names for the rows of a deep chain ("Let B be the country whose ... of A."): a
@@ -418,6 +419,9 @@ class GoalPhrases:
         text += self._order(index)
         if limit is not None and isinstance(limit, int) and _rows(step) >= limit:
             text += f" (at most {fmt(limit)} of them)"  # a cut page: the bound matters
+        if conds and text in self._said:  # said once already: a person says "that book"
+            return f"those {_things(node)}" if many else f"that {_thing(node)}"
+        self._said.add(text)
         return text
 
     def _order(self, index: int) -> str:
@@ -578,14 +582,16 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def render_goal(steps, nodes: dict[str, ToolNode], answer_spec, described=None) -> str:
+def render_goal(
+    steps, nodes: dict[str, ToolNode], answer_spec, described=None, phrases=None
+) -> str:
     """The goal tier: the writes as goals in order, then the question, no plan, no tools.
 
     Plain writes in a row read as one sentence ("Set ..., then delete ..."); a conditional write
     is a sentence of its own; a deep chain defines its named rows where they are found, between
     the writes, so a row found after a write is defined after it.
     """
-    phrases = GoalPhrases(steps, nodes, described)
+    phrases = phrases or GoalPhrases(steps, nodes, described)
     sentences: list[str] = []
     run: list[str] = []
     wrote = False
@@ -783,8 +789,8 @@ def compose_instruction(
                 "described_by": {column: shown},
             }
         )
-    text = render_goal(steps, nodes, answer_spec, described)
-    phrases = GoalPhrases(steps, nodes, described)
+    phrases = GoalPhrases(steps, nodes, described)  # one text: a row said twice is "that"
+    text = render_goal(steps, nodes, answer_spec, described, phrases)
     extra = [
         _condition(steps, nodes, view, phrases, rng, answer_spec.get("field")),
         _unrelated_fact(steps, nodes, view, rng),

@@ -1,11 +1,13 @@
 """Tool dependency graph: an edge A -> B when an output field of A can fill a parameter of B.
 
 Edges come from three kinds of evidence, recorded in ``via``:
-- ``schema``: names and types line up (``id`` of get_author -> ``author_id`` of
-  list_books_for_author, ``country`` of get_publisher -> ``country`` of search_authors);
+- ``schema``: the field and the parameter are the same thing: the same key (``id`` of
+  get_author -> ``author_id`` of list_books_for_author) or the same column (``genre`` of a
+  book -> ``genre`` of search_books). Columns of two tables that share a name or some values
+  (an item's price and a variant's price) are not joined;
 - ``foreign_key``: the manifest's ``tables`` foreign keys tie the field to the parameter's key;
-- ``observed``: read tools were called on real rows and their output values are real values of
-  the parameter's column.
+- ``observed``: read tools were called on real rows, their output values are real values of
+  the parameter's key, and the field's name refers to that key (an inferred foreign key).
 """
 
 from __future__ import annotations
@@ -384,8 +386,8 @@ def _schema_edges(view: EnvironmentView, nodes: dict[str, ToolNode]) -> dict[tup
                 for p in b.params.values():
                     if p.role == "key" and fkey and p.key == fkey:
                         via = {"foreign_key"} if via_fk or _param_is_fk(view, p) else {"schema"}
-                    elif p.role == "value" and fname == p.name and _same_type(view, column, p):
-                        via = {"schema"}
+                    elif p.role == "value" and column is not None and column == p.column:
+                        via = {"schema"}  # a column's value filters that very column
                     elif p.role == "text" and column and p.column == column:
                         via = {"schema"}  # title of a book -> title_contains of search_books
                     else:
@@ -397,15 +399,18 @@ def _schema_edges(view: EnvironmentView, nodes: dict[str, ToolNode]) -> dict[tup
     return edges
 
 
-def _same_type(view: EnvironmentView, column: tuple[str, str] | None, p: ParamInfo) -> bool:
-    if column is None or p.column is None:
-        return False
-    numeric = view.tables[column[0]].is_numeric(column[1])
-    return numeric == view.tables[p.column[0]].is_numeric(p.column[1])
-
-
 def _param_is_fk(view: EnvironmentView, p: ParamInfo) -> bool:
     return bool(p.column and p.column[1] in view.tables[p.column[0]].foreign_keys)
+
+
+def _names_key(view: EnvironmentView, fname: str, p: ParamInfo) -> bool:
+    """Whether a field's name refers to the key a parameter takes (``country`` to the
+    countries' key, ``alpha_2`` to ``alpha_2``): with values inside that key's values, an
+    inferred foreign key; without the name, values that only overlap."""
+    if p.key is None:
+        return False
+    table, column = p.key
+    return fname in (column, p.name) or resolve_table(fname, view.tables) == table
 
 
 def observe_outputs(
@@ -466,6 +471,8 @@ def _observed_edges(
                     own = _field_key(view, nodes[a_name].output_fields.get(fname), fname)
                     if own is not None and own != p.key:
                         continue  # author_id values can look like book ids; keys must agree
+                    if own is None and not _names_key(view, fname, p):
+                        continue  # codes that merely look alike (alpha_3 and iata)
                     domain = set(view.column_values(*p.key))
                     if not domain or len(values & domain) < max(1, 0.8 * len(values)):
                         continue
