@@ -6,6 +6,7 @@ run's console page and API."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from io import StringIO
@@ -119,6 +120,34 @@ def test_a_document_job_run_again_after_its_worker_died_adds_no_theme_or_environ
     assert execute_job(dead.pk, worker="test") == Job.State.SUCCEEDED
     item.refresh_from_db()
     assert item.state == CatalogueItem.State.PUBLISHED and item.environments == published
+    assert (Theme.objects.count(), Environment.objects.count()) == counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_document_past_the_tool_limit_builds_as_a_family_on_one_ledger_item(
+    storage, tmp_path, monkeypatch
+):
+    """A big document is split by tag into parts of one family, each its own environment, all
+    recorded on the document's one ledger item; a second run builds none of them again."""
+    monkeypatch.setenv("AW_THEME_MAX_TOOLS", "4")
+    root = tmp_path / "records"
+    key = "records.example.io/1.0/openapi.json"
+    (root / "api" / key).parent.mkdir(parents=True)
+    (root / "api" / key).write_text(json.dumps(docs.record_shop()))
+    build_catalogue(root)
+    item = CatalogueItem.objects.get(key=key)
+    assert item.state == CatalogueItem.State.PUBLISHED, item.reason
+    parts = Environment.objects.filter(pk__in=item.environments).order_by("name")
+    assert [e.title for e in parts] == ["Record Shop — albums", "Record Shop — songs"]
+    assert all(e.status == Environment.Status.VERIFIED for e in parts)
+    tools = [set(e.tools.values_list("name", flat=True)) for e in parts]
+    assert all(t <= {"listAlbums", "addAlbum", "getAlbum", "removeAlbum"} for t in tools[:1])
+    assert all(t <= {"listSongs", "addSong", "getSong", "removeSong"} for t in tools[1:])
+    families = {e.theme.provenance["family"]["key"] for e in parts}
+    assert len(families) == 1
+    assert item.verified_tools == sum(e.tool_count for e in parts)
+    counts = (Theme.objects.count(), Environment.objects.count())
+    build_catalogue(root)
     assert (Theme.objects.count(), Environment.objects.count()) == counts
 
 

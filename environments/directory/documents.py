@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from environments.discovery.theme_split import split_theme
 from environments.discovery.themes import ThemeError, parse_theme_document
 
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # the directory's largest document is about 30 MB
@@ -28,10 +29,7 @@ def read_document(path: Path, key: str) -> dict[str, Any]:
 
 
 def document_themes(document: dict[str, Any], label: str) -> list[dict[str, Any]]:
-    """The themes one document becomes, each built as its own environment.
-
-    Today one theme per document. This is where a big document is split into parts of one
-    theme family (environments.discovery.theme_split.split_theme(theme, max_tools)) once that
-    lands: return its parts instead of [theme]. Each part needs a distinct `name`."""
-    theme = parse_theme_document(document, label)
-    return [theme]
+    """The themes one document becomes, each built as its own environment: the document's own
+    theme, or, past AW_THEME_MAX_TOOLS operations, the parts of one theme family (each with its
+    own name, its operations and the schemas they reference)."""
+    return split_theme(parse_theme_document(document, label))

@@ -109,6 +109,32 @@ def music_catalogue() -> dict:
     }
 
 
+def record_shop() -> dict:
+    """The music catalogue with albums beside songs, under two tags: split into two parts when
+    an environment may hold at most four tools."""
+    doc = music_catalogue()
+    doc["info"].update({"title": "Record Shop", "x-providerName": "records.example.io"})
+    album = copy.deepcopy(doc["components"]["schemas"]["Song"])
+    album["properties"] = {
+        "albumId": {"type": "integer"},
+        "title": {"type": "string"},
+        "label": {"type": "string"},
+        "year": {"type": "integer", "minimum": 1900, "maximum": 2030},
+    }
+    doc["components"]["schemas"]["Album"] = album
+    text = json.dumps({k: v for k, v in doc["paths"].items()})
+    for old, new in (
+        ("songId", "albumId"),
+        ("Song", "Album"),
+        ("song", "album"),
+        ("artist", "label"),
+    ):
+        text = text.replace(old, new)
+    albums = json.loads(text.replace('"songs"', '"albums"').replace("/songs", "/albums"))
+    doc["paths"].update(albums)
+    return doc
+
+
 def no_operations() -> dict:
     return {
         "openapi": "3.0.3",
