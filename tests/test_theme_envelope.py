@@ -11,17 +11,17 @@ left out with a note.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 
 import pytest
 
-from environments.builder.theme_contract import run_contracts
+from environments.builder.theme_contract import contract_package, run_contracts
 from environments.builder.theme_data import build_theme_database
 from environments.builder.theme_reading import read_theme
 from environments.builder.theme_tools import implement_theme_tools
 from environments.discovery.themes import parse_theme_document
 from environments.package import load_package
 from environments.runtime import SandboxPool
+from tests.test_theme_contract import only
 
 BOOK = {
     "type": "object",
@@ -177,7 +177,7 @@ def test_the_tools_answer_in_the_documents_shape_and_pass_the_contract(built, po
     total = conn.execute("SELECT COUNT(*) FROM books").fetchone()[0]
     first_id, title = conn.execute("SELECT id, title FROM books ORDER BY id").fetchone()
     conn.close()
-    package = load_package(_package(tools, db_path, tmp_path))
+    package = load_package(contract_package(tmp_path / "pkg", tools, db_path, "library"))
     with pool.start_episode(package) as episode:
         page = episode.call_tool("listBooks", {"limit": 5}).result
         assert set(page) == {"object", "data", "total", "next"}
@@ -196,28 +196,18 @@ def test_the_tools_answer_in_the_documents_shape_and_pass_the_contract(built, po
         assert gone["deleted"] is True and gone["id"] == made["item"]["id"]
 
 
-def _package(tools, db_path, tmp_path):
-    from environments.builder.theme_contract import contract_package
-
-    return contract_package(tmp_path / "pkg", tools, db_path, "library")
-
-
 def test_a_bare_list_or_a_lying_total_breaks_the_contract(built, pool):
     model, db_path, tools = built
     for body, broken in (
         ("rows", "a list where the document says type 'object'"),
         ("{'object': 'list', 'data': rows, 'total': 0}", "total is 0, fewer than the 12 rows"),
     ):
-        wrong = replace(
-            tools,
-            functions={
-                "listBooks": "def listBooks(db, **params):\n"
-                "    rows = [dict(r) for r in db.execute('SELECT * FROM books')]\n"
-                f"    return {body}\n"
-            },
+        wrong = only(tools, "listBooks")
+        wrong.functions["listBooks"] = (
+            "def listBooks(db, **params):\n"
+            "    rows = [dict(r) for r in db.execute('SELECT * FROM books')]\n"
+            f"    return {body}\n"
         )
-        for attribute in ("schemas", "kinds", "tests", "origin"):
-            setattr(wrong, attribute, {"listBooks": getattr(tools, attribute)["listBooks"]})
         contract = run_contracts(wrong, model, db_path, "library", pool)["listBooks"]
         check = next(c for c in contract.checks if c.name == "response schema")
         assert not contract.passed and not check.passed
