@@ -31,8 +31,9 @@ from typing import Any
 
 import jsonschema
 
-from .theme_model import EntitySpec, ThemeModel, ToolPlan, all_of, plain_type
+from .theme_model import EntitySpec, ThemeModel, ToolPlan
 from .theme_patterns import matching_value
+from .theme_values import json_schema, schema_value, valid
 
 READ_OPERATIONS = ("get", "get_by_fields", "get_many", "list", "dump")
 REFUSAL = re.compile(
@@ -42,18 +43,6 @@ REFUSAL = re.compile(
     re.I,
 )
 NOT_FOUND = re.compile(r"\bno \w+ with\b|not found|no such|does not exist", re.I)
-FORMAT_VALUES = {
-    "date": "2024-05-06",
-    "date-time": "2024-05-06T07:08:00Z",
-    "time": "07:08:00",
-    "email": "contract.check@example.org",
-    "uuid": "123e4567-e89b-42d3-a456-426614174000",
-    "uri": "https://example.org/contract",
-    "url": "https://example.org/contract",
-    "hostname": "example.org",
-    "ipv4": "192.0.2.7",
-    "ipv6": "2001:db8::7",
-}
 ITEM_TYPES: dict[str, Any] = {
     "object": dict,
     "string": str,
@@ -117,87 +106,6 @@ class ContractCall:
     arguments: dict[str, Any]
     target: Any = None  # the key of the row the call names, when it names one
     skipped: list[str] = field(default_factory=list)  # parameters no valid value was found for
-
-
-# --- values valid for a schema -----------------------------------------------------------------
-
-
-def json_schema(schema: Any) -> Any:
-    """An OpenAPI 3.0 schema as JSON Schema (`nullable: true` -> a null type allowed)."""
-    if isinstance(schema, list):
-        return [json_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: json_schema(v) for k, v in schema.items() if not str(k).startswith("x-")}
-    if out.pop("nullable", False) is True and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    return out
-
-
-def valid(value: Any, schema: dict) -> bool:
-    try:
-        jsonschema.validate(value, json_schema(schema))
-    except jsonschema.ValidationError:
-        return False
-    except Exception:  # noqa: BLE001 - a schema we cannot read (bad or unresolvable $ref)
-        return True  # constrains nothing we can check
-    return True
-
-
-def schema_value(schema: Any, rng: random.Random, hint: Any = None, depth: int = 0) -> Any:
-    """A value the schema accepts: the hint when it does, else one made from the schema."""
-    schema = plain_type(all_of(schema)) if isinstance(schema, dict) else {}
-    for combiner in ("anyOf", "oneOf"):  # several alternatives: the first that is not null
-        options = [o for o in schema.get(combiner) or [] if isinstance(o, dict)]
-        if options and "type" not in schema:
-            schema = {**schema, **all_of(options[0])}
-            schema.pop(combiner, None)
-    if hint is not None and valid(hint, schema):
-        return hint
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return next((v for v in schema["enum"] if v is not None), schema["enum"][0])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if kind == "integer" or kind == "number":
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        low = (low if isinstance(low, int | float) else 0) + (
-            1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0
-        )
-        high = schema.get("maximum", schema.get("exclusiveMaximum"))
-        value = max(low, 1)
-        if isinstance(high, int | float):
-            value = min(value, high - (1 if "exclusiveMaximum" in schema else 0))
-        return int(value) if kind == "integer" else float(value)
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        count = max(1, int(schema.get("minItems") or 0)) if depth < 3 else 0
-        maximum = schema.get("maxItems")
-        if isinstance(maximum, int):
-            count = min(count, maximum)
-        return [schema_value(schema.get("items") or {}, rng, None, depth + 1) for _ in range(count)]
-    if kind == "object" or "properties" in schema:
-        props = schema.get("properties") or {}
-        if depth >= 3:
-            return {}
-        return {
-            name: schema_value(sub, rng, None, depth + 1)
-            for name, sub in props.items()
-            if isinstance(sub, dict)
-        }
-    fmt = str(schema.get("format", ""))
-    text = FORMAT_VALUES.get(fmt, "contract value")
-    if isinstance(schema.get("pattern"), str):
-        text = matching_value(schema["pattern"], rng) or text
-    low, high = schema.get("minLength"), schema.get("maxLength")
-    if isinstance(low, int) and len(text) < low:
-        text = text + "x" * (low - len(text))
-    if isinstance(high, int) and len(text) > high:
-        text = text[:high]
-    return text
 
 
 # --- the calls -----------------------------------------------------------------------------------
@@ -435,7 +343,35 @@ def response_check(
             return ContractCheck(
                 "response schema", True, f"response schema unreadable, not checked ({exc})"[:200]
             )
+        problem = envelope_problem(plan, result.result)
+        if problem:
+            return ContractCheck("response schema", False, problem)
+    if plan.envelope is not None and plan.envelope.rows:
+        return ContractCheck(
+            "response schema", True, f"response schema valid (rows under {plan.envelope.where()})"
+        )
     return ContractCheck("response schema", True, "response schema valid")
+
+
+def envelope_problem(plan: ToolPlan, body: Any) -> str:
+    """What a schema-valid answer says untruly about its rows: rows missing where the
+    document's envelope puts them, a count that is not the number of rows, a total below it."""
+    envelope = plan.envelope
+    if envelope is None or not envelope.rows:
+        return ""
+    rows = envelope.rows_in(body)
+    if rows is None:
+        return f"the rows are not under {envelope.where()}, where the document puts them"
+    for item in envelope.fields:
+        present, value = envelope.value_at(body, item.path)
+        if not present or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        where = ".".join(item.path)
+        if item.role == "count" and value != len(rows):
+            return f"{where} is {value} but the answer holds {len(rows)} rows"
+        if item.role == "total" and value < len(rows):
+            return f"{where} is {value}, fewer than the {len(rows)} rows the answer holds"
+    return ""
 
 
 def _broken(exc: jsonschema.ValidationError) -> str:

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from environments.discovery.naming import plural, singular
+
+if TYPE_CHECKING:
+    from .theme_envelope import Envelope
 
 SQL_TYPES = {
     "integer": "INTEGER",
@@ -229,6 +232,7 @@ class ToolPlan:
     derived_parameters: bool = False  # PRD features: parameters derived from the entity
     response_schema: dict = field(default_factory=dict)  # the document's result schema, if any
     original_name: str = ""  # the name the theme gives it, when not a callable function name
+    envelope: Envelope | None = None  # where its rows sit in the document's response body
 
     def reject(self, reason: str) -> ToolPlan:
         self.rejected = reason

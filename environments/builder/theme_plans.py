@@ -18,6 +18,7 @@ from typing import Any
 
 from environments.discovery.naming import plural, singular
 
+from .theme_envelope import read_envelope
 from .theme_model import (
     QUANTIFIERS,
     EntitySpec,
@@ -36,17 +37,23 @@ from .theme_verbs import (
     COMPUTATION_PHRASES,
     COMPUTATIONS,
     CREDENTIALS,
+    CURSORS,
     DESCRIPTION_VERBS,
     GLOB_NAMES,
+    KEY_CURSORS,
     KEY_NAMES,
     MODIFIERS,
     OUTSIDE_PARAMS,
     OUTSIDE_WORDS,
     PAGING,
+    PRESENTATION,
     QUERY_NAMES,
     TRANSITIONS,
     VERBS,
 )
+
+MANY_ROWS = ("list", "get_many", "batch_create")  # operations answering a list of rows
+ONE_ROW = ("get", "get_by_fields", "create", "update", "transition", "delete")  # one row
 
 
 class ToolReader:
@@ -447,6 +454,7 @@ class ToolReader:
         entity = self.model.entities[plan.entity]
         props = plan.parameters.get("properties") or {}
         required = set(plan.parameters.get("required") or [])
+        headers = set((tool.get("http") or {}).get("headers") or [])
         fresh = (  # a read tool names a new entity and no key: its parameters are its fields
             not entity.fields
             and plan.operation == "get"
@@ -460,6 +468,10 @@ class ToolReader:
             lname = param.lower()
             if lname in PAGING or lname in QUERY_NAMES or lname in GLOB_NAMES or lname in MODIFIERS:
                 continue
+            if plan.operation == "list" and _compact(param) in CURSORS | set(KEY_CURSORS):
+                continue  # how a listing pages, not a field of its rows
+            if _compact(param) in CREDENTIALS or param in headers:
+                continue  # a header is request metadata, not a field of the rows
             if lname.startswith("exclude"):
                 continue
             if kind in ("array", "object") and plan.operation not in ("create", "update"):
@@ -610,8 +622,16 @@ class ToolReader:
             props = plan.parameters.get("properties") or {}
             required = set(plan.parameters.get("required") or [])
         op = plan.operation
+        headers = set((plan.options.get("http") or {}).get("headers") or [])
         for param, schema in props.items():
             role = self.role(plan, entity, param, schema or {})
+            if role is None and param in headers:
+                plan.bindings[param] = ["ignored"]
+                plan.notes.append(
+                    f"header {param!r} is accepted: it carries request metadata, which the "
+                    f"offline {entity.name} rows do not hold"
+                )
+                continue
             if role is None:
                 if param in required:
                     plan.reject(
@@ -620,8 +640,7 @@ class ToolReader:
                         f"(fields: {', '.join(n for n, f in entity.fields.items() if not f.hidden)})"
                     )
                     return
-                plan.bindings[param] = ["unsupported"]
-                plan.notes.append(f"optional parameter {param!r} is refused when given")
+                plan.bindings[param] = self.unbound_optional(plan, entity, param, schema or {})
                 continue
             plan.bindings[param] = role
         roles = [r[0] for r in plan.bindings.values()]
@@ -662,6 +681,8 @@ class ToolReader:
             )
             return
         plan.output = self.output_shape(plan, tool, entity)
+        if plan.output.get("mode") == "plain" and plan.response_schema:
+            self.envelope(plan, entity)
         if plan.operation == "list" and not any(
             r[0] in ("filter", "query", "under", "glob", "range_min", "range_max")
             for r in plan.bindings.values()
@@ -682,6 +703,15 @@ class ToolReader:
         if op == "list":
             if lname in PAGING and kind in ("integer", "number"):
                 return [PAGING[lname]]
+            if _compact(param) in CURSORS and kind in ("string", "integer", None):
+                return ["cursor"]
+            if (
+                _compact(param) in KEY_CURSORS
+                and kind in ("string", "integer", None)
+                and key
+                and plain.get("format") not in ("date", "date-time")
+            ):
+                return [KEY_CURSORS[_compact(param)], key]
             if lname in QUERY_NAMES and kind in ("string", None):
                 return ["query", entity.text_fields()]
             if lname in GLOB_NAMES and _path_key(entity):
@@ -737,8 +767,10 @@ class ToolReader:
                 return ["keys", key]
             if op in ("create", "update") and param in entity.fields:
                 return ["field", param]
-            if op == "list" and param in entity.fields and entity.fields[param].type != "array":
-                return ["filter_in", param]
+            if op == "list":
+                column = _listed_column(param, entity)
+                if column is not None:
+                    return ["filter_in", column]
             return None
         key_column = self.key_param_of(param, entity)
         if key_column is None and key and param == key:
@@ -783,6 +815,31 @@ class ToolReader:
                 return ["filter", param]
         return None
 
+    def unbound_optional(
+        self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict
+    ) -> list:
+        """An optional parameter no column answers: data a create or update is given (a list
+        of items, an object) is kept as a JSON field of the row; one that only shapes how the
+        answer is presented (`expand`, `fields`) is accepted and changes nothing here. Any
+        other would change the answer in a way the offline tool does not implement (`tail` of
+        a file, a delete's proration): it stays refused, and the contract check says so."""
+        kind = plain_type(all_of(schema)).get("type")
+        if plan.operation in ("create", "update") and kind in ("array", "object"):
+            if entity.column(param) is None:
+                entity.add(field_from_schema(param, schema))
+            column = entity.column(param)
+            if column is not None and column.type in ("array", "object") and not column.hidden:
+                plan.notes.append(f"optional parameter {param!r} is kept as given on the row")
+                return ["field", column.name]
+        if _compact(param) in PRESENTATION or _compact(param).startswith("embed"):
+            plan.notes.append(
+                f"optional parameter {param!r} only shapes how the answer is presented; it is "
+                "accepted and changes nothing here"
+            )
+            return ["ignored"]
+        plan.notes.append(f"optional parameter {param!r} is refused when given")
+        return ["unsupported"]
+
     def output_shape(self, plan: ToolPlan, tool: dict, entity: EntitySpec) -> dict:
         out = tool.get("outputSchema") or {}
         props = out.get("properties") or {}
@@ -808,6 +865,26 @@ class ToolReader:
             item_props = list(((props[arrays[0]] or {}).get("items") or {}).get("properties") or {})
             return {"mode": "wrap", "prop": arrays[0], "item_props": item_props}
         return {"mode": "plain"}
+
+    def envelope(self, plan: ToolPlan, entity: EntitySpec) -> None:
+        """The document's response body around the rows, when the tool answers rows."""
+        if plan.operation in MANY_ROWS:
+            many = True
+        elif plan.operation in ONE_ROW:
+            many = False
+        else:
+            return
+        fields = {n for n, f in entity.fields.items() if not f.hidden}
+        deleting = plan.operation == "delete"
+        envelope = read_envelope(
+            plan.response_schema, entity.name, fields, many, plan.name, deleting
+        )
+        if envelope is None or envelope.bare:
+            return
+        plan.envelope = envelope
+        plan.output = {"mode": "envelope"}
+        if envelope.rows:
+            plan.notes.append(f"answers in the document's envelope: rows under {envelope.where()}")
 
     def derive_parameters(self, plan: ToolPlan, entity: EntitySpec) -> None:
         """A PRD feature has no parameter schema: give it the one its operation needs."""
@@ -861,6 +938,24 @@ class ToolReader:
             props["limit"] = {"type": "integer", "description": "Most rows to return (default 20)."}
         plan.parameters = {"type": "object", "properties": props, "required": required}
         plan.notes.append("parameters derived from the entity (the PRD gives none)")
+
+
+def _compact(name: str) -> str:
+    """A parameter name without case or separators (`starting_after` -> startingafter)."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _listed_column(param: str, entity: EntitySpec) -> str | None:
+    """The scalar column an array parameter lists values of (`lookup_keys` -> lookup_key,
+    `types` -> type, `ResourceArnList` -> ResourceArn), else None."""
+    tokens = words(param)
+    if len(tokens) > 1 and tokens[-1] in ("list", "set", "array", "values"):
+        tokens = tokens[:-1]
+    wanted = {_compact(param), _compact(singular("_".join(tokens)))}
+    for name, spec in entity.fields.items():
+        if _compact(name) in wanted and spec.type not in ("array", "object") and not spec.hidden:
+            return name
+    return None
 
 
 def _path_key(entity: EntitySpec) -> bool:

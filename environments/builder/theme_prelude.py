@@ -211,7 +211,9 @@ def _th_remove_row(db, spec, key, plan):
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE "{spec["key"]}" = ?', (key,))
 
 
-def _th_list(db, spec, plan, by_role, params):
+def _th_list(db, spec, plan, by_role, params, page=None):
+    """The rows the arguments select (one page); `page`, when given, is filled with the
+    total matching, the offset and the page size (an answer's envelope reports them)."""
     clauses, args = [], []
     for param, binding, value in by_role.get("filter", []):
         if value is None:
@@ -257,6 +259,12 @@ def _th_list(db, spec, plan, by_role, params):
         for pattern in value or []:
             clauses.append(f'NOT ("{key}" GLOB ? OR "{key}" GLOB ?)')
             args.extend(["*/" + pattern, "*/" + pattern + "/*"])
+    for role, op in (("after_key", ">"), ("before_key", "<")):
+        for param, _binding, value in by_role.get(role, []):
+            if value is None or value == "":
+                continue
+            clauses.append(f'"{key}" {op} ?')
+            args.append(_th_check(spec, key, value, param))
     limit = _th_one(by_role, "limit")
     offset = _th_one(by_role, "offset")
     count = plan.get("default_limit") or _TH_MAX_ROWS
@@ -266,17 +274,94 @@ def _th_list(db, spec, plan, by_role, params):
     for name, value in (("limit", count), ("offset", skip)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"argument {name!r} must be a non-negative integer, got {value!r}")
+    page_number = _th_one(by_role, "page")
+    if page_number is not None and isinstance(page_number[2], int) and page_number[2] > 1:
+        skip = (page_number[2] - 1) * min(int(count), _TH_MAX_ROWS)
+    cursor = _th_one(by_role, "cursor")
+    if cursor is not None and cursor[2] not in (None, ""):
+        skip = _th_token(cursor[0], cursor[2])
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY "{key}" LIMIT ? OFFSET ?'
     rows = db.execute(sql, args + [min(int(count), _TH_MAX_ROWS), int(skip)]).fetchall()
+    if page is not None:
+        total_sql = f'SELECT COUNT(*) FROM "{spec["table"]}"{where}'
+        page["total"] = db.execute(total_sql, args).fetchone()[0]
+        page["offset"], page["limit"] = int(skip), min(int(count), _TH_MAX_ROWS)
+        roles = {b[0] for b in plan["bindings"].values()}
+        page["resumable"] = bool(roles & {"cursor", "offset", "page"})  # a next page reachable
     return [dict(r) for r in rows]
 
 
-def _th_shape(db, spec, plan, rows, single):
+def _th_token(param, value):
+    """The offset a page token stands for: the tools give the next page's offset as the token."""
+    text = str(value)
+    if not text.isdigit():
+        raise ValueError(
+            f"argument {param!r} = {value!r} is not a page token of this listing (a token is "
+            "the next-page value of a previous answer)"
+        )
+    return int(text)
+
+
+def _th_envelope(envelope, rows, single, page):
+    """The rows in the document's own response body: under their property, with the totals,
+    counts and page tokens the document declares, told truthfully, and its required values."""
+    keep = set(envelope["no_null"])
+    rows = [{k: v for k, v in r.items() if v is not None or k not in keep} for r in rows]
+    body = rows if envelope["many"] else (rows[0] if rows else {})
+    if not envelope["rows"]:  # the row is the body: what the document fixes is added to it
+        for field in envelope["fields"] if isinstance(body, dict) else ():
+            if field["path"][0] not in body:
+                body[field["path"][0]] = True if field["role"] == "done" else field["value"]
+        return body
+    page = page or {"total": len(rows), "offset": 0, "limit": len(rows), "resumable": False}
+    after = page["offset"] + len(rows)
+    more = after < page["total"]
+    out = {}
+    for field in envelope["fields"]:
+        role = field["role"]
+        if role == "total":
+            value = page["total"]
+        elif role == "count":
+            value = len(rows)
+        elif role == "has_more":
+            value = more
+        elif role == "next":
+            value = None
+            if more and page["resumable"]:
+                value = after if field["type"] == "integer" else str(after)
+        elif role == "page":
+            value = page["offset"] // page["limit"] + 1 if page["limit"] else 1
+        elif role == "page_size":
+            value = page["limit"]
+        elif role == "offset":
+            value = page["offset"]
+        elif role == "done":
+            value = True
+        else:
+            value = field["value"]
+        if value is None and not field["nullable"]:
+            if not field["required"]:
+                continue
+            value = field["value"]
+        _th_put(out, field["path"], value)
+    _th_put(out, envelope["rows"], body)
+    return out
+
+
+def _th_put(out, path, value):
+    for prop in path[:-1]:
+        out = out.setdefault(prop, {})
+    out[path[-1]] = value
+
+
+def _th_shape(db, spec, plan, rows, single, page=None):
     """Shape the result the way the theme's output schema says."""
     output = plan.get("output") or {}
     mode = output.get("mode", "plain")
     decoded = [_th_decode(spec, r) for r in rows]
+    if mode == "envelope":
+        return _th_envelope(output["envelope"], decoded, single, page)
     if mode == "multi":
         out = {}
         keys = [r[spec["key"]] for r in rows]
@@ -362,8 +447,9 @@ def _th_call(db, plan, params):
             raise LookupError(f"no {spec['entity']} with {key} in {keys!r}")
         return _th_shape(db, spec, plan, rows, False)
     if op in ("list", "dump"):
-        rows = _th_list(db, spec, plan, by_role, params)
-        return _th_shape(db, spec, plan, rows, False)
+        page = {}
+        rows = _th_list(db, spec, plan, by_role, params, page)
+        return _th_shape(db, spec, plan, rows, False, page)
     if op == "create":
         values = {b[1]: v for _p, b, v in by_role.get("field", [])}
         params = {b[1]: p for p, b, _v in by_role.get("field", [])}
@@ -413,7 +499,7 @@ def _th_call(db, plan, params):
     if op == "delete":
         current = _th_by_key(db, spec, by_role)
         _th_remove_row(db, spec, current[key], plan)
-        if (plan.get("output") or {}).get("mode") in ("status", "text"):
+        if (plan.get("output") or {}).get("mode") in ("status", "text", "envelope"):
             return _th_shape(db, spec, plan, [current], True)
         return {"deleted": True, key: current[key]}
     if op == "batch_delete":

@@ -34,7 +34,7 @@ def theme_tools(theme: dict) -> list[dict]:
             notes: list[str] = []
             tool["parameters"] = checkable_schema(tool["parameters"], notes)
             if notes:
-                tool["notes"] = notes
+                tool["notes"] = [*(tool.get("notes") or []), *notes]
                 tool["description"] = f"{tool.get('description') or ''} (Note: {'; '.join(notes)}.)"
     return tools
 

@@ -12,6 +12,7 @@ cannot test (no row to test it on) is rejected with that reason.
 from __future__ import annotations
 
 import json
+import random
 import re
 import sqlite3
 from pathlib import Path
@@ -22,6 +23,7 @@ from environments.python_source import python_name
 
 from .theme_model import EntitySpec, ThemeModel, ToolPlan
 from .theme_prelude import __file__ as _PRELUDE_FILE
+from .theme_values import schema_value
 
 _MARKER = "# --- theme prelude starts here ---\n"
 MAX_ROWS = 100
@@ -73,7 +75,8 @@ def runtime_plan(plan: ToolPlan, model: ThemeModel) -> dict[str, Any]:
         "op": plan.operation,
         "table": plan.entity,
         "bindings": plan.bindings,
-        "output": plan.output,
+        "output": plan.output
+        | ({"envelope": plan.envelope.runtime()} if plan.envelope is not None else {}),
         "options": plan.options,
         "fields": fields,
         "auto_key": entity.key not in fields,
@@ -166,6 +169,7 @@ class _Tests:
         self.key = self.entity.key
         self.out = plan.output or {"mode": "plain"}
         self.tests: list[str] = []
+        self.matching = 0  # rows the last expected listing matched (before its page size)
 
     # -- helpers --
     def rows(self, where: str = "", args: tuple = (), table: str | None = None) -> list[dict]:
@@ -186,6 +190,8 @@ class _Tests:
         """(expression giving a list of row dicts from `out`, the only column a text result
         carries or "")."""
         mode = self.out.get("mode", "plain")
+        if mode == "envelope" and self.plan.envelope is not None:
+            return self.plan.envelope.rows_expr("out"), ""
         if mode == "multi":
             prop = next(p for p, e in self.out["multi"].items() if e == self.plan.entity)
             return f"out[{prop!r}]", ""
@@ -215,6 +221,8 @@ class _Tests:
             if binding[0] == "credential" and param in required:
                 enum = (props.get(param) or {}).get("enum") or []
                 values[param] = enum[0] if enum else "offline-credential"
+            elif binding[0] == "ignored" and param in required:  # a required header
+                values[param] = schema_value(props.get(param) or {}, random.Random(param))
         return values
 
     def call(self, arguments: dict) -> str:
@@ -269,7 +277,7 @@ class _Tests:
                 values[param] = ""
             elif binding[0] in ("glob",):
                 values[param] = "*"
-            elif binding[0] == "credential":
+            elif binding[0] in ("credential", "ignored"):
                 continue  # every call sends it (`credentials`)
             else:
                 raise _Untestable(f"no value for its required parameter {param!r}")
@@ -331,17 +339,27 @@ class _Tests:
         self.expect_error({param: [_missing(self.spec["key_type"])]}, "none_found")
 
     def expected_list(self, where: str, args: tuple) -> int:
+        """The rows a listing answers (one page); `self.matching` keeps how many match."""
         limit = self.runtime["default_limit"] or MAX_ROWS
         total = self.conn.execute(
             f'SELECT COUNT(*) FROM "{self.spec["table"]}" {where}', args
         ).fetchone()[0]
+        self.matching = total
         return min(total, limit, MAX_ROWS)
 
     def count_lines(self, arguments: dict, expected: int) -> list[str]:
         expr, only = self.rows_expr(False)
         if not expr:
             return [self.call(arguments), "assert out is not None"]
-        return [self.call(arguments), f"rows = {expr}", f"assert len(rows) == {expected}, rows"]
+        lines = [self.call(arguments), f"rows = {expr}", f"assert len(rows) == {expected}, rows"]
+        envelope = self.plan.envelope if self.out.get("mode") == "envelope" else None
+        for field in envelope.fields if envelope is not None else ():
+            where = "out" + "".join(f"[{p!r}]" for p in field.path)
+            if field.role == "total":  # the document's total: every matching row, not one page
+                lines.append(f"assert {where} == {self.matching}, {where}")
+            elif field.role == "count":
+                lines.append(f"assert {where} == {expected}, {where}")
+        return lines
 
     def op_list(self, rows: list[dict]) -> None:
         sample = rows[len(rows) // 2]

@@ -161,6 +161,30 @@ PAGING = {
     "offset": "offset",
     "skip": "offset",
     "start": "offset",
+    "page": "page",
+    "page_number": "page",
+    "pagenumber": "page",
+}
+# a page token a listing gives back to resume it (letters and digits only, lower-case)
+CURSORS = {
+    "cursor",
+    "nexttoken",
+    "pagetoken",
+    "nextpagetoken",
+    "marker",
+    "continuationtoken",
+    "skiptoken",
+    "startingtoken",
+    "pagecursor",
+    "nextcursor",
+}
+# a listing resumed after (or before) the row with the key given (Stripe's starting_after)
+KEY_CURSORS = {
+    "startingafter": "after_key",
+    "startafter": "after_key",
+    "after": "after_key",
+    "endingbefore": "before_key",
+    "before": "before_key",
 }
 MODIFIERS = {
     "dryrun",
@@ -181,6 +205,22 @@ MODIFIERS = {
     "context_lines",
     "contextlines",
     "depth",
+}
+# parameters that only shape how an answer is presented, never which rows or values it holds
+# (letters and digits only, lower-case; `embed…` too): accepted, and they change nothing here
+PRESENTATION = {
+    "expand",
+    "fields",
+    "select",
+    "pretty",
+    "prettyprint",
+    "alt",
+    "callback",
+    "xgafv",
+    "embed",
+    "embedmetadata",
+    "includefields",
+    "responsefields",
 }
 QUERY_NAMES = {"query", "q", "search", "keyword", "keywords", "text", "term"}
 GLOB_NAMES = {"pattern", "glob"}

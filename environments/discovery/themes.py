@@ -113,23 +113,40 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
 
 
 def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> dict:
-    """One operation as a tool: path, query and header parameters plus the body's fields."""
+    """One operation as a tool: path, query and header parameters plus the body's fields.
+
+    A header parameter is kept with its location (`http.headers`), except credentials (an
+    `Authorization` header, an API key the document's security schemes name, AWS signing
+    headers) and transport headers (`Content-Type`, `Accept`): neither says what the call asks,
+    so neither becomes a tool parameter; the tool's notes say which were left out and why."""
     props: dict[str, Any] = {}
     required: list[str] = []
+    headers: list[str] = []
+    notes: list[str] = []
+    keys = _api_key_names(doc)
     listed = [p for p in (op.get("parameters"), item.get("parameters")) if isinstance(p, list)]
     for param in _deref([p for group in listed for p in group], doc):
         if not isinstance(param, dict) or not param.get("name") or param.get("in") == "cookie":
             continue
         name = str(param["name"])
-        if name in props:  # an operation's own parameter overrides the path item's
+        if name in props or name in headers:  # an operation's own parameter overrides the item's
             continue
+        left_out = _left_out(name, str(param.get("in") or ""), keys)
+        if left_out:
+            if left_out not in notes:
+                notes.append(left_out)
+            continue
+        if param.get("in") == "header":
+            headers.append(name)
         schema = param.get("schema")
         props[name] = dict(schema) if isinstance(schema, dict) else {"type": "string"}
         if param.get("description"):
             props[name]["description"] = param["description"]
         if param.get("required") and name not in required:
             required.append(name)
-    http = {"method": method.upper(), "path": path}
+    http: dict[str, Any] = {"method": method.upper(), "path": path}
+    if headers:
+        http["headers"] = headers
     body = _deref(op.get("requestBody") or {}, doc)
     content = body.get("content") if isinstance(body, dict) else None
     content = content if isinstance(content, dict) else {}
@@ -155,10 +172,69 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
         },
         "http": http,
     }
+    if notes:
+        tool["notes"] = notes
     tags = [str(t) for t in op.get("tags") or [] if isinstance(t, str | int) and str(t).strip()]
     if tags:  # how the document groups its operations: a big API splits along them
         tool["tags"] = tags
     return tool
+
+
+# headers that carry a credential or say how a request travels (lower-case)
+CREDENTIAL_HEADERS = {
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "apikey",
+    "x-auth-token",
+    "x-access-token",
+    "ocp-apim-subscription-key",
+    "x-amz-content-sha256",
+    "x-amz-date",
+    "x-amz-algorithm",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-amz-signature",
+    "x-amz-signedheaders",
+}
+TRANSPORT_HEADERS = {
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "content-md5",
+    "accept",
+    "accept-encoding",
+    "accept-charset",
+    "user-agent",
+    "host",
+    "connection",
+    "cache-control",
+}
+
+
+def _api_key_names(doc: dict) -> set[str]:
+    """Parameter names the document's security schemes say carry an API key (lower-case)."""
+    components = doc.get("components") if isinstance(doc.get("components"), dict) else {}
+    schemes = components.get("securitySchemes") if isinstance(components, dict) else None
+    names = set()
+    for scheme in (schemes or {}).values() if isinstance(schemes, dict) else ():
+        if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and scheme.get("name"):
+            names.add(str(scheme["name"]).lower())
+    return names
+
+
+def _left_out(name: str, where: str, api_keys: set[str]) -> str:
+    """Why a parameter is not a tool parameter ("" when it is one)."""
+    lowered = name.lower()
+    if lowered in api_keys or (where == "header" and lowered in CREDENTIAL_HEADERS):
+        return (
+            f"{where or 'the'} parameter {name!r} is left out: it carries a credential, which "
+            "the offline environment does not check"
+        )
+    if where == "header" and lowered in TRANSPORT_HEADERS:
+        return f"header {name!r} is left out: it says how the request travels, not what it asks"
+    return ""
 
 
 def openapi_identity(doc: dict) -> dict[str, str]:
