@@ -221,8 +221,9 @@ def synthesize_tasks(
 
     ``consistency`` (see ``consistency_settings``): measure each task's pass rate over N
     rollouts of a policy and mark the tasks every rollout or none solved.
-    ``tools``: target tools; only tasks whose gold solution uses one of them are kept, and up
-    to ``max_batches`` batches (new seeds) are drawn to find ``count`` of them.
+    ``tools``: target tools; only tasks whose gold solution uses one of them are kept. Up to
+    ``max_batches`` batches (new seeds) are drawn to find ``count`` tasks that pass the audit,
+    its meaning checks included.
     ``account``: filled with what was kept and every discard by reason (the job's result)."""
     account = account if account is not None else SynthesisAccount()
     measuring = consistency_settings(consistency)
@@ -232,7 +233,7 @@ def synthesize_tasks(
     wanted = set(tools)
     kept: dict[str, TaskSpec] = {}
     try:
-        for attempt in range(max_batches if wanted else 1):
+        for attempt in range(max_batches):  # new seeds while fewer than `count` are kept
             batch = synthesize_specs(
                 package,
                 pool,
