@@ -12,6 +12,7 @@ the caller (`theme_data.Generator`); this module only proposes a value and names
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import random
 import string
@@ -101,7 +102,7 @@ FORMAT_RULES: dict[str, FakeRule] = {
     "date": _rule("date", _date),
     "time": _rule("time"),
     "password": _rule("password"),
-    "byte": _rule("base64", lambda fake: fake.binary(12).hex()),
+    "byte": _rule("binary", lambda fake: base64.b64encode(fake.binary(12)).decode()),
     "phone": PHONE,
     "tel": PHONE,
     "iso-4217": _rule("currency_code"),

@@ -205,7 +205,7 @@ class Generator:
                 rows = refs.get(spec.object_ref + ":rows") or []
                 return (rows[index % len(rows)] if rows else {}), FROM_REFERENCE
             return {}, FROM_TYPE
-        text, origin = self.string_value(entity, spec, index, rng, parts, examples)
+        text, origin = self.string_value(entity, spec, index, rng, parts, examples, fresh)
         text = _fit_length(text, spec, rng)
         if spec.pattern and not _matches(spec.pattern, text):
             return matching_value(spec.pattern, rng), FROM_PATTERN  # the document's pattern
@@ -267,9 +267,10 @@ class Generator:
         rng: random.Random,
         parts: tuple,
         examples: list,
+        fresh: bool = False,
     ) -> tuple[str, str]:
-        """Faker by format and name; else a value shaped like the document's example id (or
-        one of its examples); else the generator's own."""
+        """Faker by format and name; else a value shaped like the document's example id (or,
+        unless a fresh value is asked for, one of its examples); else the generator's own."""
         faked = self.fake.string(spec.name, spec.format, entity.name, parts)
         if faked is not None:
             return faked[0], FROM_FAKER
@@ -278,7 +279,8 @@ class Generator:
             example = shown[index % len(shown)]
             if looks_like_id(example):
                 return shaped_like(example, rng), FROM_EXAMPLE_SHAPE
-            return example, FROM_EXAMPLE
+            if not fresh:
+                return example, FROM_EXAMPLE
         return self.string(entity, spec, index, rng), FROM_TYPE
 
     def text(self, rng: random.Random, name: str, index: int, part: int = 0) -> str:
