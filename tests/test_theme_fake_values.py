@@ -8,7 +8,7 @@ import random
 import re
 import sqlite3
 
-from environments.builder.fake_values import name_rule, shaped_like
+from environments.builder.fake_values import looks_like_id, name_rule, shaped_like
 from environments.builder.theme_contract import check_rows
 from environments.builder.theme_data import build_theme_database
 from environments.builder.theme_reading import read_theme
@@ -216,3 +216,6 @@ def test_ids_shaped_like_the_documents_example():
     shaped = {shaped_like("cus_8Fk2x91", rng) for _ in range(20)}
     assert all(re.fullmatch(r"cus_\dFk\dx\d\d", s) for s in shaped), shaped
     assert len(shaped) > 10
+    assert looks_like_id("US123945459", "tax_number")
+    assert not looks_like_id("application/vnd.api.v10+json", "Accept")  # a media type stays
+    assert not looks_like_id("Leave it at the door", "note")

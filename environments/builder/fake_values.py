@@ -437,12 +437,17 @@ def shaped_like(example: str, rng: random.Random) -> str:
     )
 
 
-def looks_like_id(example: Any) -> bool:
-    """An example worth varying by shape: one token with a digit in it, or a number written
-    in groups (`46 115 614 695`), never a sentence."""
+ID_WORDS = {"id", "ids", "key", "token", "number", "no", "code", "ref", "reference", "sku"}
+
+
+def looks_like_id(example: Any, field_name: str = "") -> bool:
+    """An example worth varying by shape: a token with digits, or a number written in groups
+    (`46 115 614 695`); never a sentence, and a media type or version string (`application/
+    vnd.api.v10+json`) only where the field's name says it is an id."""
     if not isinstance(example, str) or not 0 < len(example) <= 64:
         return False
     digits = sum(c.isdigit() for c in example)
     letters = sum(c.isalpha() for c in example)
-    spaced = any(c.isspace() for c in example)
-    return digits > 0 and (not spaced or digits >= 2 * letters)
+    if not digits or (any(c.isspace() for c in example) and digits < 2 * letters):
+        return False
+    return digits * 3 >= letters or words(field_name)[-1:] in ([w] for w in ID_WORDS)

@@ -277,7 +277,7 @@ class Generator:
         shown = [e for e in examples if isinstance(e, str)]
         if shown:
             example = shown[index % len(shown)]
-            if looks_like_id(example):
+            if looks_like_id(example, spec.name):
                 return shaped_like(example, rng), FROM_EXAMPLE_SHAPE
             if not fresh:
                 return example, FROM_EXAMPLE
