@@ -7,10 +7,14 @@ embedded objects) and records provenance for every table:
 - a table of a local data source (a built-in source's mined database, or an upload) whose
   columns match the entity's fields by name gives its rows, for the matched columns
   (kind "package" or "file");
-- every value no source gives comes from a deterministic generator (seeded by the theme) that
-  honours the field's type, format (date, date-time, email, uri, uuid), enum, minimum/maximum,
-  uniqueness of keys and references to other entities; those tables or columns are recorded
-  with kind "synthetic", so the console can say which rows are invented.
+- every value no source gives comes from a deterministic generator (seeded by the theme): the
+  document's own enum values and examples (`example`, `examples`, `default`) first, then
+  Faker chosen by the field's format and name (`fake_values`: names, emails, addresses,
+  phones, dates, money, URLs), ids shaped like the document's example ids; it honours the
+  field's type, pattern, minimum/maximum, min/max length, uniqueness of keys and references
+  to other entities. Those tables or columns are recorded with kind "synthetic", with which
+  fields came from the document's examples and which from Faker, so the console can say which
+  rows are invented and how.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import json
 import random
 import re
 import sqlite3
+import string
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +34,18 @@ from environments.discovery.naming import plural, singular
 from environments.discovery.schema import read_schema
 from environments.discovery.sources.base import store_provenance
 
-from .theme_model import EntitySpec, FieldSpec, ThemeModel, entity_order, snake, words
+from .fake_values import FakeValues, looks_like_id, shaped_like
+from .theme_contract import FORMAT_CHECKS, ITEM_TYPES
+from .theme_model import (
+    INT64_MAX,
+    INT64_MIN,
+    EntitySpec,
+    FieldSpec,
+    ThemeModel,
+    entity_order,
+    snake,
+    words,
+)
 from .theme_patterns import matching_value
 
 SYNTHETIC = "synthetic"
@@ -37,28 +54,10 @@ _NOUNS = (
     "juniper kestrel lagoon lotus maple meadow nova onyx orchid pebble quartz raven river saffron "
     "sierra sparrow summit thistle topaz tundra umber valley willow zephyr"
 ).split()
-_SURNAMES = "Garcia Okafor Lindqvist Tanaka Moreau Novak Haddad Kowalski Silva Brennan".split()
-_GIVEN = "Ada Bruno Chiara Dmitri Elena Farid Greta Hiro Imani Jonas Kira Luca".split()
 _SENTENCE = (
     "checked updated reviewed prefers likes visited noted scheduled reported shared the a "
     "weekly monthly project meeting budget garden library kitchen travel notes plan draft"
 ).split()
-_TEXT_NAMES = (
-    "description",
-    "content",
-    "message",
-    "text",
-    "body",
-    "note",
-    "notes",
-    "summary",
-    "comment",
-    "observation",
-    "observations",
-    "contents",
-    "bio",
-    "details",
-)
 _NAME_NAMES = ("name", "title", "label", "username", "nickname")
 
 
@@ -121,32 +120,99 @@ def match_table(entity: EntitySpec, candidates: list[Candidate]) -> tuple[Candid
 
 # --- the generator ------------------------------------------------------------------------------
 
+# Where a generated value came from, for the provenance (`Generator.origins`).
+FROM_EXAMPLE = "example"  # the document's example / examples / default
+FROM_EXAMPLE_SHAPE = "example shape"  # an id varied from the document's example
+FROM_ENUM = "enum"
+FROM_PATTERN = "pattern"
+FROM_REFERENCE = "reference"
+FROM_RANGE = "named range"  # a natural range for the field's name (latitude, price)
+FROM_FAKER = "faker"
+FROM_TYPE = "type"  # the generator's own value for the type
+
 
 class Generator:
-    """Deterministic values for one theme (the same theme and seed give the same database)."""
+    """Deterministic values for one theme (the same theme and seed give the same database).
+
+    For each field: a reference takes a key of the entity it names; an enum its values; then
+    the document's own examples (each first row one of them); then Faker by format and name
+    (`fake_values`); then a plain value of the type. A `pattern` the value does not match is
+    answered by a value made from the pattern, and min/max length and bounds are honoured.
+    `origins` counts, per entity and field, where the values came from."""
 
     def __init__(self, seed: str) -> None:
         self.seed = seed
+        self.fake = FakeValues(seed)
+        self.origins: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
 
     def rng(self, *parts: Any) -> random.Random:
         digest = hashlib.sha256("/".join([self.seed, *map(str, parts)]).encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def value(self, entity: EntitySpec, spec: FieldSpec, index: int, refs: dict[str, list]) -> Any:
-        rng = self.rng(entity.name, spec.name, index)
+    def value(
+        self,
+        entity: EntitySpec,
+        spec: FieldSpec,
+        index: int,
+        refs: dict[str, list],
+        attempt: int = 0,
+    ) -> Any:
+        """One value; `attempt` > 0 asks for another one (a key already taken)."""
+        parts: tuple = (entity.name, spec.name, index, *((attempt,) if attempt else ()))
+        value, origin = self.choose(entity, spec, index, refs, parts, fresh=attempt > 0)
+        self.origins[entity.name][spec.name][origin] += 1
+        return value
+
+    def choose(
+        self,
+        entity: EntitySpec,
+        spec: FieldSpec,
+        index: int,
+        refs: dict[str, list],
+        parts: tuple,
+        fresh: bool = False,
+    ) -> tuple[Any, str]:
+        rng = self.rng(*parts)
         name = snake(spec.name)
         if spec.ref:
             keys = refs.get(spec.ref) or []
             if not keys:
-                return None
+                return None, FROM_REFERENCE
             if spec.ref == entity.name:  # a reference to an earlier row of the same table
                 earlier = keys[:index]
-                return earlier[index % len(earlier)] if earlier and index % 3 else None
-            return keys[(index * 7 + rng.randrange(3)) % len(keys)]
+                chosen = earlier[index % len(earlier)] if earlier and index % 3 else None
+                return chosen, FROM_REFERENCE
+            return keys[(index * 7 + rng.randrange(3)) % len(keys)], FROM_REFERENCE
         if spec.enum and spec.type != "array":
-            return spec.enum[index % len(spec.enum)]
+            return spec.enum[index % len(spec.enum)], FROM_ENUM
+        examples = usable_examples(spec)
+        if examples and not fresh and index < len(examples):
+            return examples[index], FROM_EXAMPLE
         kind = spec.type
-        if kind == "integer":
+        if kind in ("integer", "number"):
+            named = self.fake.number(spec.name, kind == "integer", spec.minimum, spec.maximum, rng)
+            if named is not None:
+                return named[0], FROM_RANGE
+            return self.number(spec, name, rng), FROM_TYPE
+        if kind == "boolean":
+            return index % 2 == 0, FROM_TYPE
+        if kind in ("date", "datetime"):
+            return self.fake.date(spec.name, kind == "datetime", parts)[0], FROM_FAKER
+        if kind == "array":
+            return self.array(entity, spec, index, refs, rng, parts)
+        if kind == "object":
+            if spec.object_ref:
+                rows = refs.get(spec.object_ref + ":rows") or []
+                return (rows[index % len(rows)] if rows else {}), FROM_REFERENCE
+            return {}, FROM_TYPE
+        text, origin = self.string_value(entity, spec, index, rng, parts, examples, fresh)
+        text = _fit_length(text, spec, rng)
+        if spec.pattern and not _matches(spec.pattern, text):
+            return matching_value(spec.pattern, rng), FROM_PATTERN  # the document's pattern
+        return text, origin
+
+    def number(self, spec: FieldSpec, name: str, rng: random.Random) -> int | float:
+        if spec.type == "integer":
             low = (
                 int(spec.minimum)
                 if spec.minimum is not None
@@ -155,44 +221,67 @@ class Generator:
             high = int(spec.maximum) if spec.maximum is not None else max(low + 10, 100)
             high = max(low, min(high, low + 10**6))  # near the bound, never past int64
             return rng.randint(low, high)
-        if kind == "number":
-            low = float(spec.minimum) if spec.minimum is not None else 1.0
-            high = float(spec.maximum) if spec.maximum is not None else 500.0
-            high = max(low, min(high, low + 10**6))
-            return round(rng.uniform(low, high), 2)
-        if kind == "boolean":
-            return index % 2 == 0
-        if kind == "date":
-            return f"2024-{1 + (index * 5 + rng.randrange(3)) % 12:02d}-{1 + rng.randrange(28):02d}"
-        if kind == "datetime":
-            return (
-                f"2024-{1 + (index * 5) % 12:02d}-{1 + rng.randrange(28):02d}"
-                f"T{rng.randrange(24):02d}:{rng.randrange(60):02d}:00"
-            )
-        if kind == "array":
-            if spec.object_ref:
-                keys = refs.get(spec.object_ref + ":rows") or []
-                return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))]
-            if spec.items == "object":  # objects of a schema no entity keeps: none, not text
-                return []
-            count = 1 + rng.randrange(3)
-            if spec.enum:
-                return sorted(
-                    {spec.enum[(index + k) % len(spec.enum)] for k in range(count)},
-                    key=spec.enum.index,
-                )
-            if spec.items in ("integer", "number"):
-                return [rng.randint(1, 100) for _ in range(count)]
-            return [self.text(rng, name, index, k) for k in range(count)]
-        if kind == "object":
-            if spec.object_ref:
-                rows = refs.get(spec.object_ref + ":rows") or []
-                return rows[index % len(rows)] if rows else {}
-            return {}
-        text = self.string(entity, spec, index, rng)
-        if spec.pattern and not _matches(spec.pattern, text):
-            return matching_value(spec.pattern, rng)  # the document's pattern, never ours
-        return text
+        low = float(spec.minimum) if spec.minimum is not None else 1.0
+        high = float(spec.maximum) if spec.maximum is not None else 500.0
+        high = max(low, min(high, low + 10**6))
+        return round(rng.uniform(low, high), 2)
+
+    def array(
+        self,
+        entity: EntitySpec,
+        spec: FieldSpec,
+        index: int,
+        refs: dict[str, list],
+        rng: random.Random,
+        parts: tuple,
+    ) -> tuple[list, str]:
+        if spec.object_ref:
+            keys = refs.get(spec.object_ref + ":rows") or []
+            return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))], FROM_REFERENCE
+        if spec.items == "object":  # objects of a schema no entity keeps: none, not text
+            return [], FROM_TYPE
+        count = 1 + rng.randrange(3)
+        if spec.enum:
+            chosen = {spec.enum[(index + k) % len(spec.enum)] for k in range(count)}
+            return sorted(chosen, key=spec.enum.index), FROM_ENUM
+        if spec.items in ("integer", "number"):
+            return [rng.randint(1, 100) for _ in range(count)], FROM_TYPE
+        if spec.items == "boolean":
+            return [rng.random() < 0.5 for _ in range(count)], FROM_TYPE
+        item = FieldSpec(singular(spec.name) or spec.name)  # `emails` holds emails
+        values, origin = [], FROM_TYPE
+        for k in range(count):
+            faked = self.fake.string(item.name, "", entity.name, (*parts, k))
+            if faked is None:
+                values.append(self.text(rng, snake(spec.name), index, k))
+            else:
+                values.append(faked[0])
+                origin = FROM_FAKER
+        return values, origin
+
+    def string_value(
+        self,
+        entity: EntitySpec,
+        spec: FieldSpec,
+        index: int,
+        rng: random.Random,
+        parts: tuple,
+        examples: list,
+        fresh: bool = False,
+    ) -> tuple[str, str]:
+        """Faker by format and name; else a value shaped like the document's example id (or,
+        unless a fresh value is asked for, one of its examples); else the generator's own."""
+        faked = self.fake.string(spec.name, spec.format, entity.name, parts)
+        if faked is not None:
+            return faked[0], FROM_FAKER
+        shown = [e for e in examples if isinstance(e, str)]
+        if shown:
+            example = shown[index % len(shown)]
+            if looks_like_id(example, spec.name):
+                return shaped_like(example, rng), FROM_EXAMPLE_SHAPE
+            if not fresh:
+                return example, FROM_EXAMPLE
+        return self.string(entity, spec, index, rng), FROM_TYPE
 
     def text(self, rng: random.Random, name: str, index: int, part: int = 0) -> str:
         count = 4 + rng.randrange(5)
@@ -200,36 +289,15 @@ class Generator:
         return f"{_NOUNS[(index + part) % len(_NOUNS)].capitalize()} " + " ".join(chosen)
 
     def string(self, entity: EntitySpec, spec: FieldSpec, index: int, rng: random.Random) -> str:
+        """The generator's own value for a string Faker has no provider for."""
         name = snake(spec.name)
-        fmt = spec.format
         noun = _NOUNS[(index * 11 + len(entity.name)) % len(_NOUNS)]
-        if fmt == "email" or "email" in name:
-            return f"{_GIVEN[index % len(_GIVEN)].lower()}.{_SURNAMES[index % len(_SURNAMES)].lower()}{index}@example.org"
-        if fmt in ("uri", "url") or name.endswith(("url", "uri")):
-            return f"https://example.org/{entity.table}/{index + 1}"
-        if fmt == "uuid" or name == "uuid":
-            return f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
         if name in ("sha", "revision", "hash", "commit", "commit_sha") or name.endswith(
             ("_sha", "_hash")
         ):
             return hashlib.sha1(f"{self.seed}/{entity.name}/{index}".encode()).hexdigest()
         if name == "path" or name.endswith("_path"):
             return self.path(entity, index, noun)
-        if "phone" in name:
-            return f"+1-555-01{index % 100:02d}"
-        if name in ("username", "user_name", "login"):
-            return f"{_GIVEN[index % len(_GIVEN)].lower()}{index + 1}"
-        if name in ("first_name", "firstname", "given_name"):
-            return _GIVEN[index % len(_GIVEN)]
-        if name in ("last_name", "lastname", "surname", "family_name"):
-            return _SURNAMES[index % len(_SURNAMES)]
-        if any(t in name for t in ("person", "author", "owner", "member", "customer")) or (
-            name in ("name", "full_name")
-            and entity.name in ("person", "user", "member", "customer", "author")
-        ):
-            return f"{_GIVEN[index % len(_GIVEN)]} {_SURNAMES[(index * 3) % len(_SURNAMES)]}"
-        if name.split("_")[-1] in _TEXT_NAMES:
-            return self.text(rng, name, index)
         if name.split("_")[-1] in _NAME_NAMES or name in ("name", "title"):
             return f"{noun.capitalize()} {entity.name.replace('_', ' ')} {index + 1}"
         if name.endswith(("_type", "type", "kind", "category")):
@@ -248,6 +316,90 @@ class Generator:
             )
         folder = _NOUNS[(index % 4) * 11 % len(_NOUNS)]
         return f"/workspace/{folder}/{noun}-{index + 1}.txt"
+
+    def summary(self, entity: EntitySpec) -> str:
+        """Which fields came from the document's examples and which from Faker, in words."""
+        by_origin: dict[str, list[str]] = defaultdict(list)
+        for field_name, counts in self.origins.get(entity.name, {}).items():
+            for origin in counts:
+                by_origin[origin].append(field_name)
+        said = []
+        for origin, label in (
+            (FROM_EXAMPLE, "the document's examples"),
+            (FROM_EXAMPLE_SHAPE, "ids shaped like the document's examples"),
+            (FROM_ENUM, "the document's enums"),
+            (FROM_PATTERN, "the document's patterns"),
+            (FROM_FAKER, "Faker"),
+            (FROM_RANGE, "ranges by field name"),
+        ):
+            if by_origin.get(origin):
+                said.append(f"{label}: {_listed(by_origin[origin])}")
+        return "; ".join(said)
+
+
+def _listed(names: list[str], limit: int = 12) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def usable_examples(spec: FieldSpec) -> list[Any]:
+    """The document's examples for a field that the field itself accepts (documents show
+    examples that break their own patterns or types; those are left out)."""
+    return [e for e in spec.examples if _example_fits(e, spec)]
+
+
+def _example_fits(value: Any, spec: FieldSpec) -> bool:
+    kind = spec.type
+    if kind == "integer":
+        fits = (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and INT64_MIN <= value <= INT64_MAX
+        )
+    elif kind == "number":
+        fits = isinstance(value, int | float) and not isinstance(value, bool)
+    elif kind == "boolean":
+        fits = isinstance(value, bool)
+    elif kind == "array":
+        wanted = ITEM_TYPES.get(spec.items)
+        fits = isinstance(value, list) and not spec.object_ref and spec.items != "object"
+        fits = fits and all(
+            (wanted is None or isinstance(i, wanted)) and (not spec.enum or i in spec.enum)
+            for i in value
+        )
+    elif kind == "object":
+        fits = isinstance(value, dict) and not spec.object_ref
+    else:
+        fits = isinstance(value, str)
+    if not fits:
+        return False
+    if spec.enum and kind != "array" and value not in spec.enum:
+        return False
+    if kind in ("integer", "number"):
+        return (spec.minimum is None or value >= spec.minimum) and (
+            spec.maximum is None or value <= spec.maximum
+        )
+    if isinstance(value, str):
+        fmt = "date" if kind == "date" else "date-time" if kind == "datetime" else spec.format
+        check = FORMAT_CHECKS.get(fmt)
+        return (
+            (spec.min_length is None or len(value) >= spec.min_length)
+            and (spec.max_length is None or len(value) <= spec.max_length)
+            and (not spec.pattern or _matches(spec.pattern, value))
+            and (check is None or check.search(value) is not None)
+        )
+    return True
+
+
+def _fit_length(text: str, spec: FieldSpec, rng: random.Random) -> str:
+    """A string within the document's minLength/maxLength."""
+    if spec.max_length is not None and len(text) > spec.max_length:
+        text = text[: spec.max_length].rstrip() or text[: spec.max_length]
+    if spec.min_length is not None and len(text) < spec.min_length:
+        text += "".join(
+            rng.choice(string.ascii_lowercase) for _ in range(spec.min_length - len(text))
+        )
+    return text
 
 
 # --- the database -------------------------------------------------------------------------------
@@ -333,7 +485,7 @@ def build_theme_database(
                                 "source": "theme generator",
                                 "kind": SYNTHETIC,
                                 "detail": f"columns {', '.join(generated)} generated (seed "
-                                f"{generator.seed!r})",
+                                f"{generator.seed!r})" + _said(generator.summary(entity)),
                             }
                         )
                 else:
@@ -344,7 +496,8 @@ def build_theme_database(
                             "kind": SYNTHETIC,
                             "detail": f"{len(written)} rows generated from the theme's schema "
                             f"({', '.join(entity.origins[:3]) or 'tool parameters'}; seed "
-                            f"{generator.seed!r}): types, formats, enums and references honoured",
+                            f"{generator.seed!r}): types, formats, enums and references honoured"
+                            + _said(generator.summary(entity)),
                         }
                     )
             store_provenance(conn, provenance)
@@ -363,6 +516,10 @@ def build_theme_database(
         ),
         "matched": matched,
     }
+
+
+def _said(summary: str) -> str:
+    return f"; values from {summary}" if summary else ""
 
 
 def _drop_dangling_references(conn: sqlite3.Connection) -> None:
@@ -409,12 +566,19 @@ def _fill(
                 value = index + 1
             elif source is not None and name in mapping:
                 value = _coerce(source.get(mapping[name]), spec)
-            if value is None and not (spec.ref and not spec.required and index % 4 == 3):
+            left_out = spec.ref and spec.nullable and not spec.required and index % 4 == 3
+            if value is None and not left_out:  # an optional link, where the document allows
                 value = generator.value(
                     entity, spec, index, refs | {entity.name: [r[entity.key] for r in written]}
                 )
             row[name] = value
         key = row[entity.key]
+        for attempt in range(1, 6):  # a key already taken: ask again (another Faker value)
+            if key_spec.enum or key_spec.type == "integer":
+                break
+            if key is not None and _store(key, key_spec) not in seen_keys:
+                break
+            key = row[entity.key] = generator.value(entity, key_spec, index, refs, attempt)
         if key is None or _store(key, key_spec) in seen_keys:
             if key_spec.enum:  # every value the document allows is taken: no more rows
                 break

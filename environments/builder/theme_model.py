@@ -75,6 +75,10 @@ class FieldSpec:
     minimum: float | None = None
     maximum: float | None = None
     hidden: bool = False  # a surrogate key the theme never shows
+    examples: list[Any] = field(default_factory=list)  # the document's example/examples/default
+    min_length: int | None = None
+    max_length: int | None = None
+    nullable: bool = False  # the document allows null (`nullable`, a "null" type or option)
 
     @property
     def sql_type(self) -> str:
@@ -89,8 +93,10 @@ class FieldSpec:
                 setattr(self, attr, getattr(other, attr))
         if not self.enum and other.enum:
             self.enum = list(other.enum)
+        self.examples += [e for e in other.examples if e not in self.examples]
         self.required = self.required or other.required
-        for attr in ("minimum", "maximum"):
+        self.nullable = self.nullable or other.nullable
+        for attr in ("minimum", "maximum", "min_length", "max_length"):
             if getattr(self, attr) is None:
                 setattr(self, attr, getattr(other, attr))
 
@@ -141,6 +147,7 @@ class EntitySpec:
 
 def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldSpec:
     schema = schema if isinstance(schema, dict) else {}
+    nullable = allows_null(schema)
     schema = plain_type(all_of(schema))
     kind = schema.get("type", "string")
     if isinstance(kind, list):
@@ -156,6 +163,10 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
         required=required,
         minimum=_bound(schema.get("minimum")),
         maximum=_bound(schema.get("maximum")),
+        examples=schema_examples(schema),
+        min_length=_length(schema.get("minLength")),
+        max_length=_length(schema.get("maxLength")),
+        nullable=nullable,
     )
     if spec.type == "string" and fmt in ("date", "date-time"):
         spec.type = "date" if fmt == "date" else "datetime"
@@ -174,6 +185,44 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what an SQLite INTEGER holds
+MAX_EXAMPLES = 10
+
+
+def schema_examples(schema: dict) -> list[Any]:
+    """The values a schema shows: `example`, `examples` (a JSON-schema list, or an OpenAPI map
+    of {value}), `x-example`, then `default`; each once, None left out."""
+    found: list[Any] = []
+    listed = schema.get("examples")
+    if isinstance(listed, dict):
+        listed = [v.get("value") if isinstance(v, dict) else v for v in listed.values()]
+    candidates = [
+        schema.get("example"),
+        *(listed if isinstance(listed, list) else []),
+        schema.get("x-example"),
+        schema.get("default"),
+    ]
+    for value in candidates:
+        if value is not None and value not in found and len(found) < MAX_EXAMPLES:
+            found.append(value)
+    return found
+
+
+def allows_null(schema: dict) -> bool:
+    """Whether a schema admits null: OpenAPI 3.0 `nullable`, a 3.1 type list with "null", or
+    an anyOf/oneOf option of type null."""
+    if schema.get("nullable") is True:
+        return True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    options = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
+    return any(isinstance(o, dict) and o.get("type") == "null" for o in options)
+
+
+def _length(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _bound(value: Any) -> float | None:

@@ -54,10 +54,13 @@ def response_schema(doc: dict, http: dict) -> dict:
 def _fields_from_object(entity: EntitySpec, schema: dict, doc: dict | None) -> None:
     resolved = deref(schema, doc) if doc is not None else schema
     required = set(resolved.get("required") or [])
+    example = resolved.get("example") if isinstance(resolved.get("example"), dict) else {}
     for prop, sub in (resolved.get("properties") or {}).items():
         ref = _ref_name(sub) or _ref_name((sub or {}).get("items") or {})
         plain = deref(sub, doc, depth=1) if doc is not None else sub
         spec = field_from_schema(prop, plain, prop in required)
+        if example.get(prop) is not None and example[prop] not in spec.examples:
+            spec.examples.append(example[prop])  # the object's example shows this field
         if ref:
             spec.object_ref = entity_name(ref)
             if spec.type not in ("array", "object"):

@@ -142,6 +142,7 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
         props[name] = dict(schema) if isinstance(schema, dict) else {"type": "string"}
         if param.get("description"):
             props[name]["description"] = param["description"]
+        _carry_parameter_example(props[name], param)
         if param.get("required") and name not in required:
             required.append(name)
     http: dict[str, Any] = {"method": method.upper(), "path": path}
@@ -156,7 +157,7 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
         schema = (content[media] or {}).get("schema") if isinstance(content[media], dict) else {}
         schema = flat_object(schema, doc) if isinstance(schema, dict) else {}
         if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
-            props.update(schema["properties"])
+            props.update(_with_object_example(schema, content[media]))
             required += [r for r in schema.get("required") or [] if r not in required]
         elif schema:
             props["body"] = schema
@@ -235,6 +236,42 @@ def _left_out(name: str, where: str, api_keys: set[str]) -> str:
     if where == "header" and lowered in TRANSPORT_HEADERS:
         return f"header {name!r} is left out: it says how the request travels, not what it asks"
     return ""
+
+
+def _carry_parameter_example(schema: dict, param: dict) -> None:
+    """A parameter's own `example` / `examples` ({name: {value}}) / `x-example` (Swagger) put
+    on its schema, where the row generator and a client of the tool read examples."""
+    if any(k in schema for k in ("example", "examples")):
+        return
+    listed = param.get("examples")
+    if isinstance(listed, dict):
+        values = [v.get("value") for v in listed.values() if isinstance(v, dict)]
+        values = [v for v in values if v is not None]
+        if values:
+            schema["examples"] = values
+            return
+    for key in ("example", "x-example"):
+        if param.get(key) is not None:
+            schema["example"] = param[key]
+            return
+
+
+def _with_object_example(schema: dict, media: Any) -> dict:
+    """The properties of an object schema, each given its value from the object's example (the
+    schema's own, or the body media type's `example` / first `examples` value) when it shows
+    none of its own."""
+    properties = dict(schema["properties"])
+    shown = [schema.get("example")]
+    if isinstance(media, dict):
+        listed = media.get("examples")
+        first = next(iter(listed.values()), None) if isinstance(listed, dict) else None
+        shown += [media.get("example"), first.get("value") if isinstance(first, dict) else None]
+    for example in shown:
+        for name, value in (example if isinstance(example, dict) else {}).items():
+            sub = properties.get(name)
+            if isinstance(sub, dict) and value is not None and "example" not in sub:
+                properties[name] = {**sub, "example": value}
+    return properties
 
 
 def openapi_identity(doc: dict) -> dict[str, str]:
