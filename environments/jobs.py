@@ -478,9 +478,15 @@ def build_directory(ctx: JobContext, run: int) -> dict[str, Any]:
 
 
 def _give_up_item(arguments: dict[str, Any], reason: str) -> None:
+    """A document's job gave up: its item says so and the next waiting document goes on."""
+    from environments.directory.launch import top_up_run
     from environments.directory.ledger import give_up
+    from environments.models import CatalogueItem
 
-    give_up(int(arguments["item"]), reason)
+    item = CatalogueItem.objects.filter(pk=int(arguments["item"])).first()
+    if item is not None:
+        give_up(item.pk, reason)
+        top_up_run(item.run_id)
 
 
 @job("environments.build_directory_item", queue=Job.Queue.SANDBOX, on_give_up=_give_up_item)

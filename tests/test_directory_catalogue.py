@@ -124,6 +124,27 @@ def test_a_document_job_run_again_after_its_worker_died_adds_no_theme_or_environ
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_window_of_builds_lets_the_published_environments_tasks_run_between_them(
+    storage, directory, monkeypatch
+):
+    """With a window of one build job at a time, the fan-out queues one document and the others
+    wait; each build that ends queues the next, so the goal-task synthesis of an environment
+    published early starts before the last document's build, not after every build."""
+    monkeypatch.setenv("AW_CATALOGUE_WINDOW", "1")
+    build_catalogue(directory, tasks=5)
+    fan_out = Job.objects.get(kind="environments.build_directory")
+    assert (fan_out.result["queued"], fan_out.result["waiting"]) == (1, 4)
+    items = Job.objects.filter(kind=ITEM_JOB).order_by("started_at")
+    assert items.count() == 5 and all(j.state == "succeeded" for j in items)
+    for earlier, later in zip(items, items[1:], strict=False):  # one at a time
+        assert earlier.finished_at <= later.started_at
+    first_synthesis = Job.objects.filter(kind="tasks.synthesize").order_by("started_at").first()
+    assert first_synthesis is not None
+    assert first_synthesis.started_at < items.last().started_at
+    assert all(item.is_final for item in CatalogueItem.objects.all())
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_document_past_the_tool_limit_builds_as_a_family_on_one_ledger_item(
     storage, tmp_path, monkeypatch
 ):

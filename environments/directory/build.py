@@ -19,6 +19,7 @@ from environments.builder.request import BuildRequest
 from environments.directory import ledger
 from environments.directory.categories import DirectoryCategory, directory_category
 from environments.directory.documents import document_themes, read_document
+from environments.directory.launch import top_up_run
 from environments.directory.listing import file_sha256
 from environments.directory.mcp_packages import (
     KEY_PREFIX,
@@ -45,13 +46,20 @@ def build_document(ctx: JobContext, item_id: int) -> dict[str, Any]:
     item = ledger.claim(item_id, ctx.job)
     if item is None:
         current = CatalogueItem.objects.filter(pk=item_id).first()
+        if current is not None and current.is_final:  # a stale duplicate: keep the window full
+            top_up_run(current.run_id)
         return {"item": item_id, "state": current.state if current else "gone", "skipped": True}
     try:
-        return build_claimed(ctx, item)
+        result = build_claimed(ctx, item)
     except Exception as exc:
-        if not interrupted(exc):  # an error no stage put into words: the item says so
-            ledger.finish(item.pk, Item.FAILED, f"unexpected {type(exc).__name__}: {exc}")
+        if interrupted(exc):
+            raise  # the retry builds it and tops the window up then
+        # an error no stage put into words: the item says so, and the next one goes on
+        ledger.finish(item.pk, Item.FAILED, f"unexpected {type(exc).__name__}: {exc}")
+        top_up_run(item.run_id)
         raise
+    top_up_run(item.run_id)
+    return result
 
 
 def build_claimed(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:

@@ -81,22 +81,32 @@ def fan_out(ctx: JobContext, run_id: int) -> dict[str, Any]:
     CatalogueRun.objects.filter(pk=run.pk).update(listed=len(documents))
     ctx.progress(0.3, f"{len(documents)} documents selected")
 
-    def queue_item(item: CatalogueItem) -> Job:
-        return enqueue(
-            ITEM_JOB, {"item": item.pk}, user=run.created_by, target=f"directory:{item.key}"[:200]
-        )
-
     result = ledger.queue_pending(run, documents, queue_item)
     CatalogueRun.objects.filter(pk=run.pk).update(done_before=result.done_before)
     ctx.progress(
         1.0,
-        f"queued {len(result.queued)} document builds; {result.done_before} built by an earlier "
-        f"run, {result.in_progress} still building in another",
+        f"queued {len(result.queued)} document builds, {result.waiting} waiting for a place in "
+        f"the window of {ledger.window()}; {result.done_before} built by an earlier run, "
+        f"{result.in_progress} still building in another",
     )
     return {
         "run": run.pk,
         "listed": len(documents),
         "queued": len(result.queued),
+        "waiting": result.waiting,
         "done_before": result.done_before,
         "in_progress": result.in_progress,
     }
+
+
+def queue_item(item: CatalogueItem) -> Job:
+    """One build job for one ledger item."""
+    run = item.run
+    return enqueue(
+        ITEM_JOB, {"item": item.pk}, user=run.created_by, target=f"directory:{item.key}"[:200]
+    )
+
+
+def top_up_run(run_id: int) -> list[int]:
+    """A build of the run ended: the next waiting documents get their jobs."""
+    return ledger.top_up(run_id, queue_item)

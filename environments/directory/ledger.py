@@ -1,14 +1,18 @@
 """The catalogue ledger: one row per document (key + sha256), so a run is resumable and never
 builds a document twice.
 
-A run lists its documents and `queue_pending` hands each one that is not final to a build job:
-a document published or rejected by any run is skipped; one whose job is still alive is left to
-it; one that failed (its job gave up) or lost its job is queued again. A build job `claim`s its
-item, records each part as it goes and `finish`es it in one write.
+A run lists its documents and `queue_pending` takes every one that is not final: a document
+published or rejected by any run is skipped; one whose job is still alive is left to it; one that
+failed (its job gave up) or lost its job is taken again. Only a window of them get a build job
+at once (`window()`, AW_CATALOGUE_WINDOW); the rest wait queued without a job, and each build
+that ends `top_up`s the window, so jobs queued meanwhile (the goal-task synthesis of what was
+just published) run between builds instead of after thousands of them. A build job `claim`s
+its item, records each part as it goes and `finish`es it in one write.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 from collections import Counter
@@ -47,9 +51,22 @@ def has_live_job(item: CatalogueItem) -> bool:
     )
 
 
+DEFAULT_WINDOW = 8
+
+
+def window() -> int:
+    """Build jobs of one run queued at once (AW_CATALOGUE_WINDOW, default 8): at least the
+    workers' concurrency, so none idles, and small enough that other jobs are not starved."""
+    try:
+        return max(1, int(os.environ.get("AW_CATALOGUE_WINDOW", DEFAULT_WINDOW)))
+    except ValueError:
+        return DEFAULT_WINDOW
+
+
 @dataclass
 class FanOut:
     queued: list[int] = field(default_factory=list)  # item ids handed to a new build job
+    waiting: int = 0  # taken by this run, waiting for a place in the window
     done_before: int = 0  # published or rejected by an earlier run
     in_progress: int = 0  # a live job of an earlier run still builds it
 
@@ -58,11 +75,15 @@ def queue_pending(
     run: CatalogueRun,
     documents: Iterable[DirectoryDocument],
     queue_item: Callable[[CatalogueItem], Job],
+    limit: int | None = None,
 ) -> FanOut:
-    """Give every document of the run that is not final a build job (`queue_item`), each in
-    its own transaction with the item locked, so a re-run of the fan-out (its worker was lost)
-    queues nothing twice."""
+    """Take every document of the run that is not final; give the first ones a build job
+    (`queue_item`) up to `limit` live jobs of the run (default `window()`), the rest wait.
+    Each item is written in its own transaction with the item locked, so a re-run of the
+    fan-out (its worker was lost) queues nothing twice."""
     fan_out = FanOut()
+    limit = window() if limit is None else limit
+    live = live_jobs(run)
     for document in documents:
         with transaction.atomic():
             item, _ = CatalogueItem.objects.get_or_create(
@@ -80,10 +101,51 @@ def queue_pending(
             item.run = run
             item.state = Item.QUEUED
             item.reason = item.reason_kind = ""
-            item.job = queue_item(item)
+            item.job = None
+            if live < limit:
+                item.job = queue_item(item)
+                live += 1
+                fan_out.queued.append(item.pk)
+            else:
+                fan_out.waiting += 1
             item.save(update_fields=["run", "state", "reason", "reason_kind", "job"])
-            fan_out.queued.append(item.pk)
     return fan_out
+
+
+def live_jobs(run: CatalogueRun) -> int:
+    """Items of the run, not final, whose build job is queued or running."""
+    return (
+        run.items.exclude(state__in=CatalogueItem.FINAL_STATES)
+        .filter(job__state__in=LIVE_JOB_STATES)
+        .count()
+    )
+
+
+def top_up(
+    run_id: int, queue_item: Callable[[CatalogueItem], Job], limit: int | None = None
+) -> list[int]:
+    """Give waiting items of the run build jobs until `limit` are live again (called as each
+    build ends, and when one gives up); the run row is locked so two endings queue no more
+    than the window between them. Returns the items given a job."""
+    limit = window() if limit is None else limit
+    given: list[int] = []
+    with transaction.atomic():
+        run = CatalogueRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None:
+            return given
+        free = limit - live_jobs(run)
+        if free <= 0:
+            return given
+        waiting = (
+            run.items.filter(state=Item.QUEUED)
+            .exclude(job__state__in=LIVE_JOB_STATES)
+            .order_by("key")[:free]
+        )
+        for item in waiting:
+            item.job = queue_item(item)
+            item.save(update_fields=["job"])
+            given.append(item.pk)
+    return given
 
 
 def claim(item_id: int, job: Job) -> CatalogueItem | None:
