@@ -197,6 +197,11 @@ def dispatch(job_id: int) -> None:
             return
         Job.objects.filter(pk=job_id).update(celery_task_id=result.id)
     else:
+        # The process whose threads will run it: if it exits first, the job is known to be lost
+        # (lost_with_its_process) instead of looking queued for ever.
+        Job.objects.filter(pk=job_id, state__in=[Job.State.QUEUED, Job.State.RETRYING]).update(
+            worker=in_process_worker_name()
+        )
         _in_process_executor().submit(_run_in_thread, job_id)
 
 
@@ -228,6 +233,29 @@ def size_in_process_executor(workers: int) -> None:
 
 def in_process_worker_name() -> str:
     return f"in-process@{socket.gethostname()}:{os.getpid()}"
+
+
+def lost_with_its_process(record: Job) -> bool:
+    """A job handed to the threads of an embedded process on this host that has exited: it
+    will never run (or finish) there, whatever its state says."""
+    if record.is_finished:
+        return False
+    prefix = f"in-process@{socket.gethostname()}:"
+    if not record.worker.startswith(prefix):
+        return False
+    try:
+        pid = int(record.worker.removeprefix(prefix))
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _run_in_thread(job_id: int) -> None:

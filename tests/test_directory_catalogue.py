@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
@@ -142,6 +145,33 @@ def test_a_window_of_builds_lets_the_published_environments_tasks_run_between_th
     assert first_synthesis is not None
     assert first_synthesis.started_at < items.last().started_at
     assert all(item.is_final for item in CatalogueItem.objects.all())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_killed_without_a_broker_is_taken_over_by_the_next_command(storage, directory):
+    """`build_catalogue` without a broker runs its jobs in its own threads: killed, it leaves
+    jobs queued and running that nothing will run. The next command sees that their process
+    has exited, fails them in words and builds the documents itself, each once."""
+    build_catalogue(directory, only=docs.BOOKS)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    gone = f"in-process@{socket.gethostname()}:{int(dead.stdout)}"
+    run = CatalogueRun.objects.get()
+    left = {}
+    for key, state in ((docs.MUSIC, Job.State.QUEUED), (docs.LIBRARY, Job.State.RUNNING)):
+        job = Job.objects.create(kind=ITEM_JOB, queue="sandbox", state=state, worker=gone)
+        item = CatalogueItem.objects.create(
+            run=run, key=key, sha256=listing.file_sha256(directory / "api" / key), job=job
+        )
+        left[key] = (item.pk, job.pk)
+    text = build_catalogue(directory, only="*.example.*/*")
+    items = ledger()
+    for key, (item_pk, job_pk) in left.items():
+        assert items[key].pk == item_pk and items[key].state == CatalogueItem.State.PUBLISHED
+        lost = Job.objects.get(pk=job_pk)
+        assert lost.state == Job.State.FAILED and lost.error.startswith("lost: the embedded")
+    assert "earlier runs 1" in text  # the book shop, built by the first command
+    assert Environment.objects.filter(name__startswith="tunes").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

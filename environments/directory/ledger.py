@@ -23,6 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from aw_site.jobs import lost_with_its_process
 from aw_site.models import Job
 from environments.directory.listing import DirectoryDocument
 from environments.models import CatalogueItem, CatalogueRun, Environment
@@ -45,9 +46,23 @@ def reason_kind(reason: str) -> str:
 
 
 def has_live_job(item: CatalogueItem) -> bool:
-    return (
-        item.job_id is not None
-        and Job.objects.filter(pk=item.job_id, state__in=LIVE_JOB_STATES).exists()
+    """Its build job is queued or running somewhere that still exists: not in the threads of
+    an embedded process that has exited (a killed `build_catalogue` without a broker)."""
+    if item.job_id is None:
+        return False
+    job = Job.objects.filter(pk=item.job_id, state__in=LIVE_JOB_STATES).first()
+    return job is not None and not lost_with_its_process(job)
+
+
+def release_lost_job(item: CatalogueItem) -> None:
+    """The item's job died with its process: fail it in words so nothing takes it later."""
+    if item.job_id is None:
+        return
+    Job.objects.filter(pk=item.job_id, state__in=LIVE_JOB_STATES).update(
+        state=Job.State.FAILED,
+        error="lost: the embedded process that was to run it exited; a later run took the "
+        "document over",
+        finished_at=timezone.now(),
     )
 
 
@@ -98,6 +113,7 @@ def queue_pending(
                 if item.run_id != run.pk:
                     fan_out.in_progress += 1
                 continue
+            release_lost_job(item)
             item.run = run
             item.state = Item.QUEUED
             item.reason = item.reason_kind = ""
@@ -113,12 +129,12 @@ def queue_pending(
 
 
 def live_jobs(run: CatalogueRun) -> int:
-    """Items of the run, not final, whose build job is queued or running."""
-    return (
-        run.items.exclude(state__in=CatalogueItem.FINAL_STATES)
-        .filter(job__state__in=LIVE_JOB_STATES)
-        .count()
+    """Items of the run, not final, whose build job is queued or running (and not lost)."""
+    jobs = Job.objects.filter(
+        pk__in=run.items.exclude(state__in=CatalogueItem.FINAL_STATES).values("job"),
+        state__in=LIVE_JOB_STATES,
     )
+    return sum(not lost_with_its_process(job) for job in jobs)
 
 
 def top_up(
