@@ -372,3 +372,53 @@ def test_why_no_walk_can_start_is_said_in_words(tmp_path):
         "no read tool can be called with values from the data: get_translate_yoda needs text, "
         "which no column's values fill"
     )
+
+
+def payouts_document() -> dict:
+    """Nothing to read: a document of POST operations only (create a payout, change one)."""
+    payout = {
+        "type": "object",
+        "required": ["amount", "currency"],
+        "properties": {
+            "amount": {"type": "integer", "minimum": 1, "maximum": 100000},
+            "currency": {"type": "string", "enum": ["usd", "eur", "gbp"]},
+            "method": {"type": "string", "enum": ["standard", "instant"]},
+        },
+    }
+    answer = {"type": "object", "properties": {"id": {"type": "string"}, **payout["properties"]}}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Payout Desk", "version": "1.0.0"},
+        "paths": {
+            "/payouts": {
+                "post": {
+                    "operationId": "PostPayouts",
+                    "summary": "Create a payout",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": payout}},
+                    },
+                    "responses": _body(answer),
+                }
+            },
+        },
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_environment_of_write_tools_only_gets_goal_tasks_that_change_rows(settings, tmp_path):
+    """Walks used to start only from a read: a document of POST operations gave no task."""
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    theme = store_theme(parse_theme_document(payouts_document(), "payouts.json"))
+    call_command(
+        "build_environment", theme=theme.pk, name="payouts", min_tools=1, stdout=StringIO()
+    )
+    environment = Environment.objects.get(name="payouts")
+    assert environment.status == Environment.Status.VERIFIED, environment.failure_reason
+    account = SynthesisAccount()
+    created = synthesize_tasks(environment, tier="goal", count=3, account=account)
+    assert created, account.to_dict()
+    for task in created:
+        assert [s["kind"] for s in task.gold_chain] == ["write"], task.gold_chain
+        assert task.expected_diff, task.instruction
