@@ -31,7 +31,7 @@ from tasks.synthesis.arguments import coerce, write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.meaning import DETECTORS, MeaningFacts
 from tasks.synthesis.task_spec import TaskSpec, canonical_json
-from tasks.synthesis.tool_graph import ToolNode, is_row_list, records_of
+from tasks.synthesis.tool_graph import ToolNode, is_row_list, records_of, row_of
 from tasks.trajectory import Step, ToolCall, Trajectory
 from tasks.verification import run_verification
 
@@ -185,9 +185,10 @@ def project(spec: dict[str, Any], result: Any) -> Any:
             return result if isinstance(result, list) else [result]
         records = records_of(result)
         return [r.get(reported) for r in records] if reported else records
-    if shape == "value" and isinstance(result, dict):
-        return result.get(reported) if reported else result
-    return result
+    row = row_of(result)  # {"item": {...}}: the row the envelope wraps
+    if shape == "value" and isinstance(row, dict):
+        return row.get(reported) if reported else row
+    return row if shape == "object" else result
 
 
 # --- the auditor ------------------------------------------------------------------------------

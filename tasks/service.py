@@ -19,7 +19,7 @@ from tasks.models import Task
 from tasks.records import record_tasks
 from tasks.splits import SplitPolicy, arena_round_tasks
 from tasks.synthesis.consistency import BatchSolver, ConsistencyReport, mark_consistency
-from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer
+from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer, start_obstacles
 from tasks.synthesis.programmatic_tasks import ProgrammaticTaskSynthesizer
 from tasks.synthesis.task_spec import TaskSpec
 
@@ -121,12 +121,14 @@ class SynthesisAccount:
         }
 
 
-def graph_discards(stats: Any) -> dict[str, int]:
-    """A graph synthesizer's drops before the audit, by reason (``GraphSynthesisStats``)."""
+def graph_discards(stats: Any, obstacles: str = "") -> dict[str, int]:
+    """A graph synthesizer's drops before the audit, by reason (``GraphSynthesisStats``);
+    ``obstacles``: why no walk could start, in words (``start_obstacles``)."""
     reasons = {
         "walk shorter than planned": stats.short,
         "same walk as a task found before": stats.duplicates,
         "refused by the dependency check": stats.dependency_rejected,
+        f"walk could not start: {obstacles or 'no read tool to start from'}": stats.no_start,
     }
     return {reason: count for reason, count in reasons.items() if count}
 
@@ -186,7 +188,33 @@ def synthesize_specs(
                 f"{len(specs)} graph tasks (walks up to {length} steps); "
                 f"audit kept {audit.kept} of {audit.audited}",
             )
-        return SynthesisBatch(specs, synthesizer.auditor.summary, graph_discards(synthesizer.stats))
+        # Plans longer than the graph allows, or fewer distinct reads than asked for: short
+        # walks fill the batch, then short walks with one write (add, change, remove a row;
+        # checked by the state they leave) where reads alone cannot.
+        for round_index, writes in enumerate(dict.fromkeys((min(write_steps, 1), 1))):
+            missing = count - len(specs)
+            if missing <= 0 or not (synthesizer.stats.kept or writes):
+                continue
+            shortest = Difficulty(
+                steps=min(2, max_walk_length),
+                writes=writes,
+                distractors=min(2 + min_walk_length, 10),
+                min_steps=min_walk_length,
+            )
+            specs.extend(
+                synthesizer.synthesize(
+                    missing,
+                    shortest,
+                    seed=seed + 10_007 * (len(lengths) + round_index),
+                    max_walks=missing * 16,
+                )
+            )
+        obstacles = start_obstacles(synthesizer.view, synthesizer.graph.nodes)
+        return SynthesisBatch(
+            specs,
+            synthesizer.auditor.summary,
+            graph_discards(synthesizer.stats, obstacles if synthesizer.stats.no_start else ""),
+        )
 
 
 @transaction.atomic

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.discovery.sources import mine_sources
+from environments.tool_operations import ParamBinding, ToolOperation, binding_columns
 
 from .request import BuildRequest, CategoryPath, builtin_source
 from .stage_results import BuildOutcome, IngestResult, Progress, ToolsResult, VerifyResult, quiet
@@ -330,6 +331,11 @@ class ThemeStages(OriginStages):
                 if name in verified_tools
             },
             "rejected_tools": verified.rejected_tools or [],
+            "tool_operations": {
+                p.name: plan_operation(p, self.model).to_dict()
+                for p in (self.model.plans if self.model else [])
+                if p.name in verified_tools and p.entity in self.model.entities
+            },
             "contracts": {
                 name: contract["summary"]
                 for name, contract in (verified.report.get("contract") or {})
@@ -348,6 +354,38 @@ class ThemeStages(OriginStages):
         if self.notes["llm"]:
             kept["llm"] = dict(self.notes["llm"])
         return kept
+
+
+SINGLE_ROW_OPERATIONS = {"get", "get_by_fields", "create", "update", "transition", "delete"}
+ROWLESS_OUTPUTS = {"text", "status", "multi"}  # answers that hold no plain rows
+
+
+def plan_operation(plan: ToolPlan, model: ThemeModel) -> ToolOperation:
+    """What a published tool does, for the manifest: task synthesis reads it (its table, the
+    column each parameter binds, where its answer holds the rows) instead of the tool's name."""
+    entity = model.entities[plan.entity]
+    envelope = plan.envelope
+    mode = (plan.output or {}).get("mode", "plain")
+    rows_at: tuple[str, ...] | None = ()
+    many = plan.operation not in SINGLE_ROW_OPERATIONS
+    if envelope is not None and mode == "envelope":
+        rows_at, many = tuple(envelope.rows), envelope.many
+    elif mode == "wrap" and plan.output.get("prop"):
+        rows_at, many = (str(plan.output["prop"]),), True
+    elif mode in ROWLESS_OUTPUTS or plan.operation in ("delete", "batch_delete"):
+        rows_at = None  # a status or a count of what was removed, no row
+    return ToolOperation(
+        operation=plan.operation,
+        table=entity.table,
+        key=entity.key,
+        params={
+            name: ParamBinding(str(binding[0]), binding_columns(binding))
+            for name, binding in plan.bindings.items()
+            if binding
+        },
+        rows_at=rows_at,
+        many=many,
+    )
 
 
 def rejected_entry(plan: ToolPlan) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ROW_ACTIONS, is_row_list, records_of
+from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ROW_ACTIONS, is_row_list, records_of, row_of
 
 SCALARS = (str, int, float, bool)
 
@@ -47,6 +47,7 @@ def project_answer(action: str, kind: str, result: Any) -> tuple[dict[str, Any],
         if field and all(field in r for r in records):
             return {"shape": "list", "field": field}, [r[field] for r in records]
         return {"shape": "list", "field": None}, records
+    result = row_of(result)  # {"item": {...}}: the row the envelope wraps
     if isinstance(result, dict):
         field = display_field(result)
         if field and action in ROW_ACTIONS:

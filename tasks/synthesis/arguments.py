@@ -9,6 +9,7 @@ from typing import Any
 from tasks.synthesis.environment_view import EnvironmentView
 
 _UNSET = object()
+UNSET = _UNSET  # what sample_param returns when no real value can be drawn
 
 
 def coerce(value: Any, ptype: str) -> Any:
@@ -149,15 +150,16 @@ def write_arguments(
     if not entity or node.action not in ("create", "update", "delete"):
         return _generic_write_arguments(view, node, rng, fixed)
     info = view.tables[entity]
+    key = getattr(node, "row_key", None) or info.key  # a profiling group by its name
     arguments: dict[str, Any] = {}
-    target = [n for n, p in node.params.items() if p.key == (entity, info.key) and p.column]
-    identifying = [n for n in target if p_is_own_key(node.params[n], entity, info.key)]
+    target = [n for n, p in node.params.items() if p.key == (entity, key) and p.column]
+    identifying = [n for n in target if p_is_own_key(node.params[n], entity, key)]
     if node.action in ("update", "delete"):
         for name in identifying[:1]:
             p = node.params[name]
             arguments[name] = fixed.pop(name, _UNSET)
             if arguments[name] is _UNSET:
-                arguments[name] = coerce(view.sample_value(entity, info.key, rng), p.type)
+                arguments[name] = coerce(view.sample_value(entity, key, rng), p.type)
         if not arguments and any(p.required for p in node.params.values()):
             return None
     settable = [
@@ -171,7 +173,7 @@ def write_arguments(
         settable = [(n, p) for n, p in settable if p.required or n in chosen or n in fixed]
     elif node.action == "delete":
         settable = [(n, p) for n, p in settable if p.required]
-    current = _current_row(view, entity, info.key, arguments) if node.action == "update" else {}
+    current = _current_row(view, entity, key, arguments) if node.action == "update" else {}
     for name, p in settable:
         if name in fixed:
             arguments[name] = fixed.pop(name)
@@ -179,7 +181,7 @@ def write_arguments(
         if node.action == "create" and not p.required and rng.random() < 0.5:
             continue
         for _draw in range(REDRAWS):  # an update sets a value the row does not hold already
-            arguments[name] = _write_value(view, node, p, entity, info.key, rng)
+            arguments[name] = _write_value(view, node, p, entity, key, rng)
             if p.column is None or arguments[name] != current.get(p.column[1], _UNSET):
                 break
         else:

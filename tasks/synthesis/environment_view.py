@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from environments.tool_operations import ToolOperation, manifest_operations
+
 
 def package_root(package: Any) -> Path:
     """The directory of a package object (runtime ``Package``) or a path."""
@@ -73,6 +75,28 @@ class EnvironmentView:
         db = sqlite3.connect(uri, uri=True)
         db.row_factory = sqlite3.Row
         return db
+
+    @cached_property
+    def operations(self) -> dict[str, ToolOperation]:
+        """What each tool does to which table, where the build recorded it (theme builds);
+        tools without it are read from their names."""
+        return {
+            name: op
+            for name, op in manifest_operations(self.manifest).items()
+            if name in self.tool_schemas and op.table in self.tables
+        }
+
+    @cached_property
+    def lookup_keys(self) -> set[tuple[str, str]]:
+        """(table, column) pairs a tool names one row by: the primary keys, and the columns the
+        recorded operations look rows up by (a profiling group by its name, not its row id)."""
+        found = {(t, info.key) for t, info in self.tables.items() if info.key}
+        for op in self.operations.values():
+            for binding in op.params.values():
+                column = binding.column
+                if binding.role == "key" and column and column in self.tables[op.table].columns:
+                    found.add((op.table, column))
+        return found
 
     @cached_property
     def tables(self) -> dict[str, TableInfo]:

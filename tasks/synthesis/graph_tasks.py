@@ -17,7 +17,7 @@ from typing import Any
 from tasks.answer_contract import answer_instruction, contract_for
 from tasks.gold_results import stored_result
 from tasks.synthesis.answers import project_answer
-from tasks.synthesis.arguments import sample_arguments, write_arguments
+from tasks.synthesis.arguments import UNSET, sample_arguments, sample_param, write_arguments
 from tasks.synthesis.dependencies import check_dependencies, references
 from tasks.synthesis.difficulty import StructuralDifficulty
 from tasks.synthesis.environment_view import EnvironmentView
@@ -79,6 +79,7 @@ class GraphSynthesisStats:
     pruned_steps: int = 0  # goal tiers: lookups feeding neither the answer nor a write
     backtracks: int = 0  # steps undone because the chain could not go on from them
     dependency_rejected: int = 0  # walks the dependency check refused (none expected)
+    no_start: int = 0  # walks that found no read tool to call with values from the data
     # steps a walk did not take because they would mean nothing, by meaning check
     meaningless_steps: dict[str, int] = field(default_factory=dict)
     lengths: dict[int, int] = field(default_factory=dict)  # kept tasks by gold chain length
@@ -263,10 +264,11 @@ class GraphWalker:
             return write_arguments(self.view, node, rng, fixed)
         rate = 0.2 if extras else 0.0
         arguments = sample_arguments(self.view, node, rng, fixed=fixed, optional_rate=rate)
-        limit = node.params.get("limit")
-        if arguments is not None and not extras and limit and limit.role == "limit":
-            if limit.maximum and "limit" not in arguments:  # a whole page: rows to pick from
-                arguments["limit"] = int(limit.maximum)
+        name = node.limit_param
+        limit = node.params[name] if name else None
+        if arguments is not None and not extras and limit is not None:
+            if limit.maximum and name not in arguments:  # a whole page: rows to pick from
+                arguments[name] = int(limit.maximum)
         return arguments
 
     @staticmethod
@@ -289,8 +291,9 @@ class GraphWalker:
         node = self.nodes[step["tool"]]
         if not is_row_list(step["result"]):
             return False
-        limit = node.params.get("limit")
-        page = step["arguments"].get("limit", limit.default if limit else None)
+        name = node.limit_param
+        limit = node.params[name] if name else None
+        page = step["arguments"].get(name, limit.default) if limit is not None else None
         rows = len(records_of(step["result"]))
         if page or limit is None or not rows:
             return bool(page) and rows >= page
@@ -298,7 +301,9 @@ class GraphWalker:
         # for one row more; more rows, or a refusal, mean this page may have been cut.
         key = (node.name, canonical_json(step["arguments"]), canonical_json(step["result"]))
         if key not in self._cut_pages:
-            probe = self.lease.call(node.name, {**step["arguments"], "limit": rows + 1}, "read")
+            probe = self.lease.call(
+                node.name, {**step["arguments"], name or "limit": rows + 1}, "read"
+            )
             self._cut_pages[key] = not probe.ok or len(records_of(probe.result)) > rows
         return self._cut_pages[key]
 
@@ -552,11 +557,33 @@ class GraphWalker:
             }
         return None
 
+    def _by_serial(self, node: ToolNode) -> bool:
+        """Whether a read needs a row's serial id where the row has a name a person would use
+        (get_book(book_id) with books titled): a goal cannot start from a number nobody knows."""
+        for p in node.params.values():
+            if p.required and p.role == "key" and p.key and p.column == p.key:
+                table, column = p.key
+                if self.facts.is_surrogate_key(table, column) and self.facts.natural.get(table):
+                    return True
+        return False
+
     def _start(self, rng, steps, banned=()) -> bool:
         starts = [n for n in self.nodes.values() if n.kind == "read"]
         rng.shuffle(starts)
+        if self.rows == "single":  # goal tiers: lookups by serial id only where nothing else
+            starts.sort(key=self._by_serial)
         for node in starts[: ATTEMPTS_PER_STEP * 2]:
             arguments = sample_arguments(self.view, node, rng, optional_rate=0.2)
+            if arguments is not None and self._execute(node, arguments, {}, steps, banned):
+                return True
+        if starts:
+            return False
+        # Only write tools (a document of POST operations): a task can still be one change
+        # to real rows, checked by the state it leaves (add a payout, patch a program).
+        writes = [n for n in self.nodes.values() if n.kind == "write"]
+        rng.shuffle(writes)
+        for node in writes[: ATTEMPTS_PER_STEP * 2]:
+            arguments = write_arguments(self.view, node, rng)
             if arguments is not None and self._execute(node, arguments, {}, steps, banned):
                 return True
         return False
@@ -620,6 +647,7 @@ class GraphWalker:
         banned: set[tuple[str, str]] = set()
         self.lease.clean()
         if not self._start(rng, steps):
+            self.stats.no_start += 1
             return None
         joins_left, branches_left = difficulty.joins, difficulty.branches
         wanted_writes = max(difficulty.writes, difficulty.branches)
@@ -674,6 +702,34 @@ class GraphWalker:
             step.pop("rows", None)
             step.pop("bind", None)
         return steps
+
+
+def start_obstacles(view: EnvironmentView, nodes: dict[str, ToolNode], most: int = 3) -> str:
+    """Why no walk can take a first step, in words: which read tools there are and which
+    required parameter of each has no value in the data to call it with."""
+    reads = [n for n in nodes.values() if n.kind == "read"]
+    if not reads:
+        writes = sorted(n.name for n in nodes.values() if n.kind == "write")
+        if not writes:
+            return "the environment has no tool to start from"
+        return (
+            "the environment has only write tools and none of "
+            f"{', '.join(writes[:most])}{' ...' if len(writes) > most else ''} "
+            "could be called with values from the data"
+        )
+    reasons = []
+    for node in sorted(reads, key=lambda n: n.name)[:most]:
+        missing = [
+            name
+            for name, p in node.params.items()
+            if p.required and sample_param(view, p, random.Random(0)) is UNSET
+        ]
+        if missing:
+            reasons.append(f"{node.name} needs {', '.join(missing)}, which no column's values fill")
+        else:
+            reasons.append(f"{node.name} found nothing or failed on values from the data")
+    more = f"; {len(reads) - most} more read tools alike" if len(reads) > most else ""
+    return "no read tool can be called with values from the data: " + "; ".join(reasons) + more
 
 
 def chain_of(steps, nodes: dict[str, ToolNode]) -> list[dict[str, Any]]:
@@ -842,7 +898,10 @@ class GraphTaskSynthesizer:
     def synthesize_one(self, difficulty: Difficulty, seed: int) -> TaskSpec | None:
         rng = random.Random(f"{self.view.name}:{seed}")
         self.stats.walks += 1
+        unstarted = self.stats.no_start
         steps = self.walker.walk(rng, difficulty)
+        if steps is None and self.stats.no_start > unstarted:
+            return None  # no first step: counted as such (start_obstacles says why)
         if steps is None or len(steps) < difficulty.shortest:
             self.stats.short += 1
             return None

@@ -17,12 +17,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.builder.theme_envelope import ROLE_NAMES, ROW_WRAPPERS
+from environments.builder.theme_model import snake
 from environments.discovery.naming import plural, singular
+from environments.tool_operations import rows_in
 from tasks.synthesis.environment_view import EnvironmentView
 
 ACTION_ALIASES = {
     "get": "get",
     "fetch": "get",
+    "describe": "get",
+    "retrieve": "get",
     "lookup": "get",
     "find": "get",
     "search": "search",
@@ -114,6 +119,26 @@ class ToolNode:
     params: dict[str, ParamInfo]
     output_fields: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     observed: bool = False
+    row_key: str | None = None  # the column naming the row it acts on, when not the primary key
+    rows_at: tuple[str, ...] | None = ()  # where its answer holds rows (None: it holds none)
+    many: bool = True  # whether its answer holds a list of rows (else one row)
+    recorded: bool = False  # read from the build's record of its operation, not its name
+
+    def records(self, result: Any) -> list[dict[str, Any]]:
+        """The rows in one of its answers: where its recorded operation puts them, else found
+        in the answer's shape (``records_of``)."""
+        if self.recorded and self.rows_at is not None:
+            found = rows_in(result, self.rows_at, self.many)
+            if found is not None:
+                return found
+        return records_of(result)
+
+    @property
+    def limit_param(self) -> str | None:
+        """The parameter that sets its page size (``limit``, ``maxResults``, ``per_page``)."""
+        if "limit" in self.params and self.params["limit"].role == "limit":
+            return "limit"
+        return next((n for n, p in self.params.items() if p.role == "limit"), None)
 
     @property
     def returns_rows(self) -> bool:
@@ -129,24 +154,69 @@ class ToolEdge:
     via: set[str] = field(default_factory=set)
 
 
+# Properties an answer's envelope carries beside its rows (counts, page tokens, a status), by
+# their names lower-cased without separators: `{"user": {...}, "requestId": "..."}` wraps one row.
+ENVELOPE_WORDS = frozenset(
+    {word for names in ROLE_NAMES.values() for word in names}
+    | {"object", "type", "kind", "url", "self", "href", "links", "requestid", "message", "status"}
+)
+
+
+def _envelope_word(name: str) -> bool:
+    return re.sub(r"[^a-z0-9]", "", name.lower()) in ENVELOPE_WORDS
+
+
+def _unwrapped(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool] | None:
+    """(rows, many) of an answer that wraps its rows in an envelope, else None (a row).
+
+    ``{"data": [...], "has_more": false}``, ``{"profilingGroups": [...], "names": ["a"]}``: the
+    one list of objects holds the rows. ``{"item": {...}}``, ``{"user": {...}, "requestId":
+    "r1"}``: one object beside nothing but envelope properties is the one row."""
+    lists = {k: v for k, v in result.items() if isinstance(v, list)}
+    full = [k for k, v in lists.items() if v and all(isinstance(r, dict) for r in v)]
+    if len(full) == 1:
+        return lists[full[0]], True  # {"total": 3, "rows": [...]}: the rows are the records
+    empty = [k for k, v in lists.items() if not v]
+    if not full and len(empty) == 1:  # {"data": [], "has_more": false}, not {"tags": []}
+        others = [k for k in result if k != empty[0]]
+        if empty[0] in ROW_WRAPPERS or (others and all(_envelope_word(k) for k in others)):
+            return [], True
+    objects = [k for k, v in result.items() if isinstance(v, dict)]
+    if len(objects) == 1 and not full:
+        others = [k for k in result if k != objects[0]]
+        if all(_envelope_word(k) for k in others):
+            return [result[objects[0]]], False
+    return None
+
+
 def records_of(result: Any) -> list[dict[str, Any]]:
-    """The row-like records in a tool result: a row, a list of rows, or a wrapped list."""
+    """The row-like records in a tool result: a row, a list of rows, or rows in an envelope."""
     if isinstance(result, list):
         return [r for r in result if isinstance(r, dict)]
     if isinstance(result, dict):
-        lists = [v for v in result.values() if isinstance(v, list)]
-        if len(lists) == 1 and all(isinstance(r, dict) for r in lists[0]):
-            return lists[0]  # {"total": 3, "rows": [...]}: the rows are the records
-        return [result]
+        unwrapped = _unwrapped(result)
+        return unwrapped[0] if unwrapped is not None else [result]
     return []
 
 
 def is_row_list(result: Any) -> bool:
-    """Whether a result is a list of rows (bare or wrapped) rather than one row."""
+    """Whether a result is a list of rows (bare or in an envelope) rather than one row."""
     if isinstance(result, list):
         return True
-    records = records_of(result)
-    return isinstance(result, dict) and (not records or records[0] is not result)
+    if not isinstance(result, dict):
+        return False
+    unwrapped = _unwrapped(result)
+    return unwrapped is not None and unwrapped[1]
+
+
+def row_of(result: Any) -> Any:
+    """The one row a result names: the row an envelope wraps (``{"item": {...}}``), else the
+    result itself."""
+    if isinstance(result, dict) and not is_row_list(result):
+        records = records_of(result)
+        if len(records) == 1:
+            return records[0]
+    return result
 
 
 def default_limit(description: str) -> int | None:
@@ -248,7 +318,7 @@ def key_of(view: EnvironmentView, table: str, column: str) -> tuple[str, str] | 
     info = view.tables.get(table)
     if info is None:
         return None
-    if info.key == column:
+    if info.key == column or (table, column) in view.lookup_keys:
         return (table, column)
     if column in info.foreign_keys:
         return info.foreign_keys[column]
@@ -291,10 +361,8 @@ def _text_column(view: EnvironmentView, table: str | None) -> tuple[str, str] | 
     return (table, texts[0]) if texts else None
 
 
-def describe_param(
-    view: EnvironmentView, pname: str, schema: dict[str, Any], required: bool, node_ctx
-) -> ParamInfo:
-    entity, parent = node_ctx
+def _schema_param(pname: str, schema: dict[str, Any], required: bool) -> ParamInfo:
+    """A parameter as its JSON schema declares it (type, enum, bounds, default), no role yet."""
     ptype = schema.get("type", "string")
     if isinstance(ptype, list):
         ptype = next((t for t in ptype if t != "null"), "string")
@@ -309,6 +377,14 @@ def describe_param(
     if info.enum:
         info.role = "enum"
     info.orders = pname.lower() in ORDER_PARAMS
+    return info
+
+
+def describe_param(
+    view: EnvironmentView, pname: str, schema: dict[str, Any], required: bool, node_ctx
+) -> ParamInfo:
+    entity, parent = node_ctx
+    info = _schema_param(pname, schema, required)
     if pname in LIMIT_PARAMS:
         info.role = "limit"
         return info
@@ -337,11 +413,97 @@ def describe_param(
     return info
 
 
+# A recorded binding role -> the role synthesis gives the parameter (None: by its column).
+BOUND_ROLES = {
+    "key": None,
+    "field": None,
+    "filter": None,
+    "range_min": "min",
+    "range_max": "max",
+    "query": "text",
+    "limit": "limit",
+}
+
+
+def bound_param(
+    view: EnvironmentView, pname: str, schema: dict[str, Any], required: bool, table: str, binding
+) -> ParamInfo:
+    """A parameter of a tool whose operation the build recorded: its role and column come from
+    what the tool does with it (``binding``), not from its name."""
+    info = _schema_param(pname, schema, required)
+    if binding is None or binding.role not in BOUND_ROLES:
+        return info  # paging tokens, credentials, lists of keys: nothing a walk feeds
+    columns = view.tables[table].columns
+    if binding.role == "query":
+        texts = [c for c in binding.columns if c in columns]
+        info.role = "text"
+        info.column = (table, texts[0]) if len(texts) == 1 else _text_column(view, table)
+        return info
+    if binding.role == "limit":
+        info.role = "limit"
+        return info
+    column = binding.column
+    if not column or column not in columns:
+        return info
+    info.column = (table, column)
+    if BOUND_ROLES[binding.role]:
+        info.role = BOUND_ROLES[binding.role]
+        return info
+    info.key = key_of(view, table, column)
+    if info.role != "enum":
+        info.role = "key" if info.key else "value"
+    return info
+
+
+def operation_node(view: EnvironmentView, name: str, schema: dict[str, Any], op) -> ToolNode:
+    """The node of a tool whose operation the build recorded (``view.operations``)."""
+    function = schema["function"]
+    parameters = function.get("parameters", {}) or {}
+    required = set(parameters.get("required", []))
+    params = {
+        pname: bound_param(
+            view, pname, pschema or {}, pname in required, op.table, op.params.get(pname)
+        )
+        for pname, pschema in (parameters.get("properties") or {}).items()
+    }
+    action = op.action
+    kind = view.tool_kinds.get(name) or (
+        "write" if action in ("create", "update", "delete") else "read"
+    )
+    parent = None
+    if action == "search":  # rows of one parent: list_profiles(profilingGroupName=...)
+        owners = {p.key[0] for p in params.values() if p.role == "key" and p.key}
+        owners.discard(op.table)
+        parent = sorted(owners)[0] if len(owners) == 1 else None
+        action = "list" if parent else "search"
+    columns = view.tables[op.table].columns
+    keyed = [b.column for b in op.params.values() if b.role == "key" and b.column in columns]
+    node = ToolNode(
+        name,
+        kind,
+        action,
+        op.table,
+        parent,
+        function.get("description", ""),
+        params,
+        row_key=keyed[0] if keyed else (op.key if op.key in columns else None),
+        rows_at=op.rows_at,
+        many=op.many,
+        recorded=True,
+    )
+    if action in ROW_ACTIONS and op.rows_at is not None:
+        node.output_fields = {c: (op.table, c) for c in columns}
+    return node
+
+
 def build_nodes(view: EnvironmentView) -> dict[str, ToolNode]:
     nodes: dict[str, ToolNode] = {}
     for name, schema in view.tool_schemas.items():
+        if name in view.operations:
+            nodes[name] = operation_node(view, name, schema, view.operations[name])
+            continue
         function = schema["function"]
-        action, entity, parent = parse_tool_name(name, view.tables)
+        action, entity, parent = parse_tool_name(snake(name), view.tables)  # getUser: get_user
         kind = view.tool_kinds.get(name) or (
             "write" if action in ("create", "update", "delete") else "read"
         )
@@ -434,7 +596,7 @@ def observe_outputs(
             outcome = episode.call_tool(node.name, arguments)
             if not outcome.ok:
                 continue
-            for record in records_of(outcome.result)[:20]:
+            for record in node.records(outcome.result)[:20]:
                 for fname, value in record.items():
                     if isinstance(value, str | int | float) and not isinstance(value, bool):
                         observed.setdefault(node.name, {}).setdefault(fname, set()).add(value)
