@@ -422,3 +422,18 @@ def test_an_environment_of_write_tools_only_gets_goal_tasks_that_change_rows(set
     for task in created:
         assert [s["kind"] for s in task.gold_chain] == ["write"], task.gold_chain
         assert task.expected_diff, task.instruction
+
+
+def test_tool_names_resolve_as_written_before_their_snake_case_form():
+    """`get_NationLanguage` names the table `NationLanguages` as written (snake-casing it first
+    lost every CamelCase table); `getBook` resolves through its snake-case form."""
+    from tasks.synthesis.tool_graph import tool_name_parts
+
+    camel_tables = {"Nations": {}, "NationLanguages": {}}
+    assert tool_name_parts("get_NationLanguage", camel_tables) == ("get", "NationLanguages", None)
+    assert tool_name_parts("list_NationLanguages_for_Nation", camel_tables) == (
+        "list",
+        "NationLanguages",
+        "Nations",
+    )
+    assert tool_name_parts("getBook", {"books": {}}) == ("get", "books", None)

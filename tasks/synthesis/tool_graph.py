@@ -313,6 +313,16 @@ def parse_tool_name(name: str, tables: dict[str, Any]) -> tuple[str, str | None,
     return action, resolve_table(rest, tables), parent
 
 
+def tool_name_parts(name: str, tables: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """`parse_tool_name` of the name as written (`get_NationLanguage` names the table
+    `NationLanguages`), else of its snake-case form (`getUser`: `get_user`)."""
+    parts = parse_tool_name(name, tables)
+    if parts[0] != "other" and parts[1] is not None:
+        return parts
+    snaked = parse_tool_name(snake(name), tables)
+    return snaked if snaked[1] is not None or parts[0] == "other" else parts
+
+
 def key_of(view: EnvironmentView, table: str, column: str) -> tuple[str, str] | None:
     """The primary key a column identifies: its own table's key, a FK target, or <t>_id."""
     info = view.tables.get(table)
@@ -503,7 +513,7 @@ def build_nodes(view: EnvironmentView) -> dict[str, ToolNode]:
             nodes[name] = operation_node(view, name, schema, view.operations[name])
             continue
         function = schema["function"]
-        action, entity, parent = parse_tool_name(snake(name), view.tables)  # getUser: get_user
+        action, entity, parent = tool_name_parts(name, view.tables)
         kind = view.tool_kinds.get(name) or (
             "write" if action in ("create", "update", "delete") else "read"
         )
