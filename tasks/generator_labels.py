@@ -8,7 +8,9 @@ call, a conditional step, and the answer shape asked for (``walk/2-3/get/value``
 
 The intent (look-up, comparison, aggregation, conditional action, multi-step workflow) is read
 from ``metadata.extra.intent`` where synthesis stored it, else inferred from the gold run:
-a program's template says it; a walk's writes, conditional steps and final action say it.
+a program's template says it; a walk with one write is a conditional action (a change to the row
+the task picks out), with more a multi-step workflow; a read-only walk with a conditional step
+is a comparison, one ending in a count or aggregate an aggregation, any other a look-up.
 
 Plain Python over a task's stored fields (a Task row or anything with the same attributes).
 """
@@ -134,16 +136,16 @@ def template_of(task: Any) -> str:
 def inferred_intent(task: Any) -> str:
     """The intent read from the gold run when synthesis did not store one."""
     chain = _chain(task)
-    writes = sum(1 for step in chain if _is_write(step))
+    writes = sum(1 for step in chain if _is_write(step)) or int(
+        getattr(task, "write_steps", 0) or 0
+    )
     conditional = any(step.get("branch") for step in chain)
     if getattr(task, "kind", "") == "programmatic":
         known = PROGRAM_INTENTS.get(str(_extra(task).get("template") or ""))
         if known:
             return known
-    if writes:
-        if writes == 1 and (conditional or len(chain) <= 2):
-            return CONDITIONAL_ACTION
-        return MULTI_STEP_WORKFLOW
+    if writes:  # one change to a row the task picks out, or a workflow of several changes
+        return CONDITIONAL_ACTION if writes == 1 else MULTI_STEP_WORKFLOW
     if conditional:
         return COMPARISON
     if any(tool_action(step.get("tool")) in AGGREGATE_ACTIONS for step in chain[-1:]):
