@@ -48,9 +48,9 @@ def _queue_scope(request) -> tuple[Environment | None, int]:
 
 
 def queue_url(environment: Environment | None, seed: int) -> str:
-    query = {"seed": seed} if seed else {}
-    if environment is not None:
-        query["environment"] = environment.pk
+    query: dict[str, int] = {"environment": environment.pk} if environment is not None else {}
+    if seed:
+        query["seed"] = seed
     return reverse("task-review") + (f"?{urlencode(query)}" if query else "")
 
 
