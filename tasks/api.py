@@ -167,18 +167,15 @@ class TaskReviewSerializer(serializers.ModelSerializer):
         return obj.mark in EXCLUDING_MARKS
 
 
-class ReviewSampleQuerySerializer(serializers.Serializer):
-    environment = serializers.PrimaryKeyRelatedField(
-        queryset=Environment.objects.all(), required=False, allow_null=True
-    )
-    seed = serializers.IntegerField(min_value=0, default=0)
-    size = serializers.IntegerField(min_value=1, max_value=100, default=SAMPLE_SIZE)
-
-
 class MarksQuerySerializer(serializers.Serializer):
     environment = serializers.PrimaryKeyRelatedField(
         queryset=Environment.objects.all(), required=False, allow_null=True
     )
+
+
+class ReviewSampleQuerySerializer(MarksQuerySerializer):
+    seed = serializers.IntegerField(min_value=0, default=0)
+    size = serializers.IntegerField(min_value=1, max_value=100, default=SAMPLE_SIZE)
 
 
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
