@@ -501,7 +501,8 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     replayed (``arena.rejections``). A round without expansion tasks replays
     ``tasks_per_environment`` tasks of each evaluated environment; a round whose training options set
     ``tasks_per_environment`` keeps at most that many expansion tasks per environment, taken
-    from its proposals in turns (a CPU budget; unset, every expansion task trains)."""
+    from its proposals in turns (a CPU budget; unset, every expansion task trains). Tasks a
+    reviewer marked unclear, wrong gold or meaningless never train (``Task.objects.usable``)."""
     import random
 
     settings = evolution_round.settings
@@ -512,8 +513,10 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     new_ids: set[int] = set()
     for proposal in evolution_round.proposals.filter(status=ExpansionProposal.Status.APPLIED):
         ids = [i for i in (proposal.result or {}).get("tasks", []) if i not in new_ids]
-        current = Task.objects.filter(pk__in=ids, split=Task.Split.TRAIN).select_related(
-            "environment"
+        current = (
+            Task.objects.usable()
+            .filter(pk__in=ids, split=Task.Split.TRAIN)
+            .select_related("environment")
         )
         queue = []
         for task in current.order_by("id"):
@@ -536,7 +539,8 @@ def round_training_set(evolution_round: EvolutionRound, run: TrainingRun) -> lis
     rejected = rejected_environments(evolution_round)
     environments = {e for e in environments if e.name not in rejected}
     pool = list(
-        Task.objects.filter(environment__in=environments, split=Task.Split.TRAIN)
+        Task.objects.usable()
+        .filter(environment__in=environments, split=Task.Split.TRAIN)
         .exclude(pk__in=new_ids)
         .select_related("environment")
         .order_by("id")

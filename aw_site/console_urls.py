@@ -7,6 +7,7 @@ from arena import views as arena_views
 from aw_site import views
 from environments import catalogue_run_views
 from environments import views as environment_views
+from tasks import review_views
 from tasks import views as task_views
 from training import views as training_views
 
@@ -46,6 +47,9 @@ urlpatterns = [
         name="environment-tab",
     ),
     path("tasks/<int:pk>/", task_views.task_detail, name="task-detail"),
+    path("tasks/review/", review_views.task_review, name="task-review"),
+    path("tasks/review/marks/", review_views.task_review_summary, name="task-review-summary"),
+    path("tasks/<int:pk>/mark/", review_views.task_mark, name="task-mark"),
     # Trajectories and training
     path("trajectories/", trajectory_views.trajectory_list, name="trajectory-list"),
     path("trajectories/<int:pk>/", trajectory_views.trajectory_detail, name="trajectory-detail"),

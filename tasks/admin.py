@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tasks.models import Task
+from tasks.models import Task, TaskReview
 
 
 @admin.register(Task)
@@ -17,3 +17,11 @@ class TaskAdmin(admin.ModelAdmin):
     list_filter = ("kind", "split", "difficulty")
     search_fields = ("instruction",)
     raw_id_fields = ("environment",)
+
+
+@admin.register(TaskReview)
+class TaskReviewAdmin(admin.ModelAdmin):
+    list_display = ("id", "task", "reviewer", "mark", "template", "intent", "updated_at")
+    list_filter = ("mark", "intent")
+    search_fields = ("note", "template")
+    raw_id_fields = ("task", "reviewer")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -11,9 +12,11 @@ from rest_framework.response import Response
 
 from aw_site.jobs import enqueue
 from aw_site.jobs_api import JobSerializer
+from aw_site.roles import REVIEWER
 from environments.models import Environment
-from tasks.models import Task
+from tasks.models import EXCLUDING_MARKS, NOTE_MAX_CHARS, Task, TaskReview
 from tasks.privacy import GOLD_FIELDS, hides_answers, public_metadata, request_user
+from tasks.reviews import SAMPLE_SIZE, mark_task, marks_summary, review_sample
 from tasks.service import policy_exists
 from tasks.synthesis.instructions import TIERS
 
@@ -125,6 +128,56 @@ class SynthesizeTasksSerializer(serializers.Serializer):
         return attrs
 
 
+class TaskMarkSerializer(serializers.Serializer):
+    """A reviewer's mark on a task; marking again replaces the reviewer's earlier mark."""
+
+    mark = serializers.ChoiceField(
+        choices=TaskReview.Mark.choices,
+        help_text="natural keeps the task; unclear, wrong_gold and meaningless take it out of "
+        "training and arena sampling",
+    )
+    note = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=NOTE_MAX_CHARS
+    )
+
+
+class TaskReviewSerializer(serializers.ModelSerializer):
+    reviewer = serializers.CharField(source="reviewer.get_username", read_only=True)
+    excludes_task = serializers.SerializerMethodField(
+        help_text="True when this mark takes the task out of training and arena sampling"
+    )
+
+    class Meta:
+        model = TaskReview
+        fields = [
+            "id",
+            "task",
+            "reviewer",
+            "mark",
+            "note",
+            "template",
+            "intent",
+            "excludes_task",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_excludes_task(self, obj) -> bool:
+        return obj.mark in EXCLUDING_MARKS
+
+
+class MarksQuerySerializer(serializers.Serializer):
+    environment = serializers.PrimaryKeyRelatedField(
+        queryset=Environment.objects.all(), required=False, allow_null=True
+    )
+
+
+class ReviewSampleQuerySerializer(MarksQuerySerializer):
+    seed = serializers.IntegerField(min_value=0, default=0)
+    size = serializers.IntegerField(min_value=1, max_value=100, default=SAMPLE_SIZE)
+
+
 class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Task.objects.select_related("environment")
     serializer_class = TaskSerializer
@@ -139,6 +192,37 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
     ]
     search_fields = ["instruction"]
     ordering_fields = ["id", "difficulty", "created_at"]
+    required_roles = {"mark": REVIEWER}
+
+    @action(detail=True, methods=["post"], serializer_class=TaskMarkSerializer)
+    def mark(self, request, pk=None):
+        """Mark the task natural, unclear, wrong_gold or meaningless (reviewers and admins);
+        any mark but natural takes it out of training and arena sampling."""
+        task = self.get_object()
+        payload = TaskMarkSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            review = mark_task(task, request.user, **payload.validated_data)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"mark": exc.messages}) from exc
+        return Response(TaskReviewSerializer(review).data, status=status.HTTP_200_OK)
+
+    @action(detail=False, methods=["get"], url_path="review-sample")
+    def review_sample(self, request):
+        """The review queue: a seeded sample of the newest tasks no reviewer has marked, newest
+        first, from each environment in turn (``environment``, ``seed``, ``size`` <= 100)."""
+        query = ReviewSampleQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        sample = review_sample(**query.validated_data)
+        return Response(TaskSerializer(sample, many=True, context={"request": request}).data)
+
+    @action(detail=False, methods=["get"], url_path="review-marks")
+    def review_marks(self, request):
+        """Reviewers' marks counted per synthesis template and per intent, the generators with
+        the largest share of marks other than natural first (``environment`` to narrow)."""
+        query = MarksQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(marks_summary(query.validated_data.get("environment")).to_dict())
 
     @action(detail=False, methods=["post"])
     def synthesize(self, request):

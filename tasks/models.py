@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from environments.models import Environment
+
+
+class TaskQuerySet(models.QuerySet):
+    def usable(self) -> TaskQuerySet:
+        """Tasks training and arena sampling may pick: none a reviewer marked unclear, wrong
+        gold or meaningless (a ``natural`` mark keeps a task). The one filter both use."""
+        return self.exclude(reviews__mark__in=EXCLUDING_MARKS)
+
+    def unreviewed(self) -> TaskQuerySet:
+        """Tasks no reviewer has marked yet (the review queue's pool)."""
+        return self.filter(reviews__isnull=True)
 
 
 class Task(models.Model):
@@ -80,6 +92,8 @@ class Task(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = TaskQuerySet.as_manager()
+
     class Meta:
         ordering = ["environment", "id"]
         constraints = [
@@ -124,3 +138,51 @@ class Task(models.Model):
 
 EVALUATION_SPLITS = frozenset({Task.Split.ARENA.value, Task.Split.HELDOUT.value})
 UNIFORM_CONSISTENCY = frozenset({Task.Consistency.ALWAYS.value, Task.Consistency.NEVER.value})
+
+
+class TaskReview(models.Model):
+    """A reviewer's mark on a task: one current mark per task and reviewer (re-marking updates).
+
+    ``template`` and ``intent`` (``tasks.generator_labels``) are recorded with the mark so the
+    marks can be counted per generator.
+    """
+
+    class Mark(models.TextChoices):
+        NATURAL = "natural", "natural"
+        UNCLEAR = "unclear", "unclear"
+        WRONG_GOLD = "wrong_gold", "wrong gold"
+        MEANINGLESS = "meaningless", "meaningless"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="task_reviews"
+    )
+    mark = models.CharField(max_length=16, choices=Mark.choices)
+    note = models.TextField(blank=True, max_length=2000)
+    template = models.CharField(max_length=120, blank=True, help_text="Synthesis template")
+    intent = models.CharField(max_length=32, blank=True, help_text="What the task asks for")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "reviewer"], name="task_review_one_per_reviewer"
+            ),
+        ]
+        indexes = [models.Index(fields=["mark"], name="task_review_mark")]
+
+    def __str__(self) -> str:
+        return f"{self.get_mark_display()} on task #{self.task_id} by {self.reviewer}"
+
+
+NOTE_MAX_CHARS = 2000
+# Marks that take a task out of training and arena sampling.
+EXCLUDING_MARKS = frozenset(
+    {
+        TaskReview.Mark.UNCLEAR.value,
+        TaskReview.Mark.WRONG_GOLD.value,
+        TaskReview.Mark.MEANINGLESS.value,
+    }
+)

@@ -362,9 +362,10 @@ def fresh_arena_tasks(
     tasks spread over walk plans up to ``max_walk_length`` dependent calls (the round's
     ``max_walk_length``, 12 by default, up to 40); ``programmatic_share`` of the tasks are
     programmatic (the round's ``programmatic_share``), graph tasks where the environment has
-    no parent -> children tools."""
-    existing = list(
-        Task.objects.filter(
+    no parent -> children tools. Tasks a reviewer marked unclear, wrong gold or meaningless are
+    left out (``Task.objects.usable``); their signatures stay excluded, so none comes back."""
+    existing = list(  # a task a reviewer marked (unclear, ...) is replaced by a fresh one
+        Task.objects.usable().filter(
             environment=environment, split=Task.Split.ARENA, round_number=round_number
         )
     )

@@ -16,25 +16,35 @@ from tasks.models import Task
 from tasks.privacy import HIDDEN_NOTE, hides_answers, public_metadata
 
 
+def gold_run_context(user, task: Task) -> dict:
+    """What ``tasks/_gold_run.html`` renders: the gold chain, or a note where ``user`` may not
+    see the gold data of this task (the task page and the review queue both show it)."""
+    hidden = hides_answers(user, task)
+    return {
+        "answers_hidden": hidden,
+        "hidden_note": HIDDEN_NOTE,
+        "gold_chain": [] if hidden or not isinstance(task.gold_chain, list) else task.gold_chain,
+    }
+
+
 @console_page
 def task_detail(request, pk: int):
     task = get_object_or_404(Task.objects.select_related("environment"), pk=pk)
     trajectories = task.trajectories.select_related("policy").order_by("-created_at")[:50]
-    hidden = hides_answers(request.user, task)
+    gold = gold_run_context(request.user, task)
+    hidden = gold["answers_hidden"]
     metadata = public_metadata(task.metadata) if hidden else task.metadata
     context = {
         "task": task,
         "structure": task.difficulty_record,
         "answer_contract": task_contract(task).describe() if task.answer_contract else "",
-        "answers_hidden": hidden,
-        "hidden_note": HIDDEN_NOTE,
+        **gold,
         "metadata_json": json.dumps(metadata, indent=2, ensure_ascii=False) if metadata else "",
         "trajectories": trajectories,
     }
     if not hidden:
         context.update(
             {
-                "gold_chain": task.gold_chain if isinstance(task.gold_chain, list) else [],
                 "reference_answer_json": json.dumps(
                     task.reference_answer, indent=2, ensure_ascii=False
                 ),

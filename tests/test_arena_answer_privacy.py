@@ -454,6 +454,7 @@ POST_ONLY_PAGES = {
     "policy-create-fault",
     "theme-build",
     "guide-dismiss",
+    "task-mark",
 }
 REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 

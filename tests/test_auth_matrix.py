@@ -104,6 +104,9 @@ def endpoints(catalogue) -> list[Endpoint]:
         "/api/proposals/",
         "/api/rounds/start/",
         "/api/tasks/synthesize/",
+        "/api/tasks/review-sample/",
+        "/api/tasks/review-marks/",
+        f"/api/tasks/{MISSING}/mark/",
     ):
         assert expected in urls, f"{expected} missing from the enumerated endpoints"
     return found
@@ -158,3 +161,4 @@ def test_matrix_covers_the_role_boundaries(endpoints):
     needed = {(e.url.split("/")[-2], e.needed) for e in endpoints if e.write}
     assert ("retire", ADMIN) in needed
     assert ("approve", REVIEWER) in needed and ("start", REVIEWER) in needed
+    assert ("mark", REVIEWER) in needed

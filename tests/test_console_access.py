@@ -17,6 +17,8 @@ PAGES = [
     ("round-list", {}),
     ("training-run-list", {}),
     ("job-list", {}),
+    ("task-review", {}),
+    ("task-review-summary", {}),
 ]
 
 

@@ -299,7 +299,8 @@ def training_tasks(
     the training set from ``train``, the evaluation set from ``heldout`` (never overlapping: a
     task has one split). Per environment the easiest of each kind in ``kinds``, taken in turns
     up to ``per_environment``; ``exclude_uniform`` leaves out the tasks every or no rollout
-    solved (no learning signal)."""
+    solved (no learning signal). Tasks a reviewer marked unclear, wrong gold or meaningless are
+    never taken (``Task.objects.usable``)."""
     from tasks.models import UNIFORM_CONSISTENCY
 
     # None chosen: every verified environment at its current version (not a superseded parent).
@@ -310,9 +311,11 @@ def training_tasks(
     for environment in environments:
         by_kind = []
         for kind in kinds:
-            chosen = Task.objects.filter(
-                environment=environment, split=split, kind=kind
-            ).select_related("environment")
+            chosen = (
+                Task.objects.usable()
+                .filter(environment=environment, split=split, kind=kind)
+                .select_related("environment")
+            )
             if exclude_uniform:
                 chosen = chosen.exclude(consistency__in=UNIFORM_CONSISTENCY)
             by_kind.append(list(chosen.order_by("difficulty", "id")[:per_environment]))
