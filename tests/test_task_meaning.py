@@ -389,6 +389,15 @@ def test_answer_shape_mismatch_flags_ids_asked_and_rows_expected(facts):
     assert answer_shape_mismatch(emails, facts) is None
     customers = task('List the customers whose first name is "Ann".', [], [ANN], "list")
     assert answer_shape_mismatch(customers, facts) is None
+    mapping = task(  # an object keyed by data values is what was asked for, not a row
+        'Report an object mapping each email (as text) to "higher" or "lower".',
+        [],
+        {"ann@shop.test": "higher", "bo@shop.test": "lower"},
+        "object",
+    )
+    assert answer_shape_mismatch(mapping, facts) is None
+    one_row = task('Report the email of the customer whose first name is "Ann".', [], ANN, "row")
+    assert "whole rows" in answer_shape_mismatch(one_row, facts)  # a row where a value is asked
 
 
 # --- the audit counts them --------------------------------------------------------------

@@ -520,15 +520,18 @@ QUESTION_HEAD = re.compile(
 )
 
 
-def _answer_kind(task: TaskSpec) -> str:
-    """rows | values | number | none: what the reference answer is made of."""
+def _answer_kind(task: TaskSpec, facts: MeaningFacts) -> str:
+    """rows | mapping | values | number | none: what the reference answer is made of. An
+    object keyed by data values ({"PK": "higher", "US": "equal"}) is a mapping the instruction
+    asked for by its keys, not a row."""
     answer = task.reference_answer
     spec = (task.metadata or {}).get("answer") or {}
     if spec.get("shape") == "none" or (answer is None and not task.answer_contract):
         return "none"
-    if isinstance(answer, dict) or (
-        isinstance(answer, list) and any(isinstance(a, dict) for a in answer)
-    ):
+    if isinstance(answer, dict):
+        columns = {c for info in facts.tables.values() for c in info.columns}
+        return "rows" if not answer or set(answer) & columns else "mapping"
+    if isinstance(answer, list) and any(isinstance(a, dict) for a in answer):
         return "rows"
     if isinstance(answer, int | float) and not isinstance(answer, bool):
         return "number"
@@ -539,8 +542,8 @@ def answer_shape_mismatch(task: TaskSpec, facts: MeaningFacts) -> str | None:
     """The answer expected is not the one asked for: "List the ... ids" or "the emails" while
     whole rows are expected, "how many" answered by rows, or rows asked for and values
     expected."""
-    kind = _answer_kind(task)
-    if kind == "none":
+    kind = _answer_kind(task, facts)
+    if kind in ("none", "mapping"):
         return None
     questions = re.split(r"(?<=[.?])\s+", request_text(task))
     asked = next(
