@@ -11,7 +11,7 @@ from __future__ import annotations
 from environments.tool_names import function_names, renamed_note
 
 from .theme_model import ThemeModel
-from .theme_openapi import openapi_entities, response_schema
+from .theme_openapi import openapi_entities, response_entity, response_schema
 from .theme_plans import ToolReader, choose_key
 from .theme_prd import prd_entities
 from .theme_schemas import checkable_schema
@@ -70,6 +70,7 @@ def read_theme(theme: dict) -> ThemeModel:
         for tool in tools:
             if isinstance(tool.get("http"), dict) and not tool.get("outputSchema"):
                 tool["response_schema"] = response_schema(raw, tool["http"])
+                tool["response_entity"] = response_entity(raw, tool["http"])
     if kind == "prd":
         text = raw if isinstance(raw, str) else (raw or {}).get("markdown", "")
         prd_entities(model, text or "")
