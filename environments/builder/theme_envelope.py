@@ -372,22 +372,41 @@ def answers_many(schema: Any) -> bool | None:
     kind = _kind(body)
     if kind == "array":
         return True
-    if kind != "object" or not body.get("properties"):
+    if kind == "object" and not body.get("properties"):
+        return False  # a map (`additionalProperties`) or an object the document leaves open
+    if kind != "object":
         return None
     if list_rows_property(body) is not None:
         return True
+    if _lists_of_objects(body) > 1:
+        return False  # an envelope holds one list: several make a row (`available`, `pending`)
     return None if _holds_lists(body, 2) else False
 
 
-def _holds_lists(schema: dict, depth: int) -> bool:
-    """Whether an object schema has an array of objects among its properties, `depth` deep."""
+def _lists_of_objects(schema: dict) -> int:
+    count = 0
     for raw in (schema.get("properties") or {}).values():
+        sub = _plain(raw)
+        items = _plain(sub.get("items") or {}) if _kind(sub) == "array" else {}
+        count += bool(items) and (_kind(items) == "object" or bool(items.get("properties")))
+    return count
+
+
+def _holds_lists(schema: dict, depth: int) -> bool:
+    """Whether an object schema has an array of objects among its properties, or inside a
+    wrapper property (`Data`, `result`) `depth` deep."""
+    for prop, raw in (schema.get("properties") or {}).items():
         sub = _plain(raw)
         if _kind(sub) == "array":
             items = _plain(sub.get("items") or {})
             if _kind(items) == "object" or items.get("properties"):
                 return True
-        elif depth > 1 and isinstance(sub.get("properties"), dict) and _holds_lists(sub, depth - 1):
+        elif (
+            depth > 1
+            and prop.lower() in ROW_WRAPPERS
+            and isinstance(sub.get("properties"), dict)
+            and _holds_lists(sub, depth - 1)
+        ):
             return True
     return False
 

@@ -66,6 +66,7 @@ def read_theme(theme: dict) -> ThemeModel:
     model = ThemeModel(theme.get("title") or theme.get("name") or "theme", kind=kind)
     tools = theme_tools(theme)
     if kind == "tool_doc" and isinstance(raw, dict) and "openapi" in raw:
+        model.document = raw
         openapi_entities(model, raw)
         for tool in tools:
             if isinstance(tool.get("http"), dict) and not tool.get("outputSchema"):
