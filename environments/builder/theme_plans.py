@@ -512,6 +512,12 @@ class ToolReader:
                 continue
             if kind == "array" and (plain_type(schema.get("items") or {})).get("properties"):
                 continue
+            parent = self.parent_of(param, schema, path, entity)
+            if parent and entity.column(param) is None:
+                spec = field_from_schema(param, schema)  # `/things/{thing}/events/{event}`
+                spec.ref = parent
+                entity.add(spec)
+                continue
             if (
                 plan.operation in ("get", "delete")
                 and not self.key_like(param, entity)
@@ -612,6 +618,16 @@ class ToolReader:
             return False
         collection, name = singular(snake(before)), snake(entity.name)
         return collection == name or name.endswith("_" + collection)
+
+    def parent_of(self, param: str, schema: dict, path: str, entity: EntitySpec) -> str:
+        """The entity a path parameter names when it is not this entity's row but the row it
+        belongs to (`{thing}` of `/things/{thing}/events/{event}`): a reference the rows keep."""
+        if "{" + param + "}" not in path or self.names_row(param, entity, path):
+            return ""
+        named = singular(snake(param))
+        if named != entity.name and named in self.model.entities:
+            return named
+        return self.reference(param, schema, entity.name)
 
     def keys_with(self, param: str, schema: dict, entity: EntitySpec) -> bool:
         """Whether a parameter's values can be the entity's key (a hidden surrogate key is an
