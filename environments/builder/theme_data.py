@@ -33,6 +33,7 @@ from typing import Any
 from environments.discovery.naming import plural, singular
 from environments.discovery.schema import read_schema
 from environments.discovery.sources.base import store_provenance
+from environments.discovery.themes import resolve_refs
 
 from .fake_values import FakeValues, looks_like_id, shaped_like
 from .theme_contract import FORMAT_CHECKS, ITEM_TYPES
@@ -47,6 +48,7 @@ from .theme_model import (
     words,
 )
 from .theme_patterns import matching_value
+from .theme_values import schema_value
 
 SYNTHETIC = "synthetic"
 _NOUNS = (
@@ -129,6 +131,8 @@ FROM_REFERENCE = "reference"
 FROM_RANGE = "named range"  # a natural range for the field's name (latitude, price)
 FROM_FAKER = "faker"
 FROM_TYPE = "type"  # the generator's own value for the type
+FROM_SCHEMA = "schema"  # an object made from the document's schema of it
+NESTED_DEPTH = 8  # `$ref`s resolved in a nested object's schema (recursion cut there)
 
 
 class Generator:
@@ -140,9 +144,11 @@ class Generator:
     answered by a value made from the pattern, and min/max length and bounds are honoured.
     `origins` counts, per entity and field, where the values came from."""
 
-    def __init__(self, seed: str) -> None:
+    def __init__(self, seed: str, document: dict | None = None) -> None:
         self.seed = seed
         self.fake = FakeValues(seed)
+        self.document = document or {}
+        self.schemas: dict[tuple[str, str], dict] = {}  # (entity, field) -> resolved schema
         self.origins: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
 
     def rng(self, *parts: Any) -> random.Random:
@@ -204,12 +210,28 @@ class Generator:
             if spec.object_ref:
                 rows = refs.get(spec.object_ref + ":rows") or []
                 return (rows[index % len(rows)] if rows else {}), FROM_REFERENCE
-            return {}, FROM_TYPE
+            return self.nested(entity, spec, rng, parts), FROM_SCHEMA
         text, origin = self.string_value(entity, spec, index, rng, parts, examples, fresh)
         text = _fit_length(text, spec, rng)
         if spec.pattern and not _matches(spec.pattern, text):
             return matching_value(spec.pattern, rng), FROM_PATTERN  # the document's pattern
         return text, origin
+
+    def nested(self, entity: EntitySpec, spec: FieldSpec, rng: random.Random, parts: tuple) -> Any:
+        """An object (or list of objects) valid for the field's schema in the document: its
+        nested required properties filled, however deep; strings by their property's name."""
+        cached = (entity.name, spec.name)
+        if cached not in self.schemas:
+            self.schemas[cached] = resolve_refs(spec.schema, self.document, NESTED_DEPTH)
+        schema = self.schemas[cached]
+        if not schema:
+            return [] if spec.type == "array" else {}
+
+        def text(name: str) -> str | None:
+            faked = self.fake.string(name, "", entity.name, (*parts, name))
+            return faked[0] if faked else None
+
+        return schema_value(schema, rng, text=text)
 
     def number(self, spec: FieldSpec, name: str, rng: random.Random) -> int | float:
         if spec.type == "integer":
@@ -238,8 +260,9 @@ class Generator:
         if spec.object_ref:
             keys = refs.get(spec.object_ref + ":rows") or []
             return [keys[(index + k) % len(keys)] for k in range(min(2, len(keys)))], FROM_REFERENCE
-        if spec.items == "object":  # objects of a schema no entity keeps: none, not text
-            return [], FROM_TYPE
+        if spec.items == "object":  # objects of a schema no entity keeps: made from it
+            made = self.nested(entity, spec, rng, parts)
+            return (made if isinstance(made, list) else []), FROM_SCHEMA
         count = 1 + rng.randrange(3)
         if spec.enum:
             chosen = {spec.enum[(index + k) % len(spec.enum)] for k in range(count)}
@@ -331,6 +354,7 @@ class Generator:
             (FROM_PATTERN, "the document's patterns"),
             (FROM_FAKER, "Faker"),
             (FROM_RANGE, "ranges by field name"),
+            (FROM_SCHEMA, "the document's object schemas"),
         ):
             if by_origin.get(origin):
                 said.append(f"{label}: {_listed(by_origin[origin])}")
@@ -434,7 +458,7 @@ def build_theme_database(
     """Write the database; returns {"db_path", "provenance", "synthetic_tables", "matched"}."""
     target = Path(target)
     target.unlink(missing_ok=True)
-    generator = Generator(seed or model.title)
+    generator = Generator(seed or model.title, model.document)
     refs: dict[str, list] = {}
     provenance: list[dict[str, str]] = []
     matched: dict[str, str] = {}

@@ -334,3 +334,94 @@ def _no_null(row_schema: dict) -> tuple[str, ...]:
     """Row properties whose schema does not allow null: a row leaves them out when empty."""
     props = row_schema.get("properties") if isinstance(row_schema.get("properties"), dict) else {}
     return tuple(p for p, s in props.items() if not _nullable(s))
+
+
+# --- how many rows a body holds ------------------------------------------------------------------
+
+
+def list_rows_property(schema: Any) -> str | None:
+    """The property holding the rows when a body is a list envelope, else None.
+
+    A list envelope wraps one array of objects in paging and bookkeeping only: Stripe's
+    `{object: "list", data: [...], has_more, url}`, AWS's `{Certificates: [...], Marker}`,
+    Azure's `{value: [...], nextLink}`. An object with one array among fields of its own (an
+    order and its lines) is one row, not a list."""
+    body = _plain(schema)
+    props = body.get("properties") if isinstance(body.get("properties"), dict) else {}
+    arrays, others = [], []
+    for prop, raw in props.items():
+        sub = _plain(raw)
+        items = _plain(sub.get("items") or {}) if _kind(sub) == "array" else {}
+        if items and (_kind(items) == "object" or items.get("properties")):
+            arrays.append(prop)
+        elif _role(prop, _kind(sub)) is None and not _constant(sub):
+            others.append(prop)
+    if len(arrays) != 1 or len(others) > 1:
+        return None
+    if others and arrays[0].lower() not in ROW_WRAPPERS and len(props) <= 2:
+        return None  # {name, members: [...]}: a row with a list of its own
+    return arrays[0]
+
+
+def answers_many(schema: Any) -> bool | None:
+    """Whether a response body holds a list of rows (a JSON array or a list envelope: True),
+    one row (an object with no list of objects in it, two levels deep: False), or None when
+    the schema does not say (no body, or an object holding lists besides fields of its own,
+    which may be one row or a list in an envelope of another shape)."""
+    body = _plain(schema)
+    kind = _kind(body)
+    if kind == "array":
+        return True
+    if kind == "object" and not body.get("properties"):
+        return False  # a map (`additionalProperties`) or an object the document leaves open
+    if kind != "object":
+        return None
+    if list_rows_property(body) is not None:
+        return True
+    if _lists_of_objects(body) > 1:
+        return False  # an envelope holds one list: several make a row (`available`, `pending`)
+    return None if _holds_lists(body, 2) else False
+
+
+def _lists_of_objects(schema: dict) -> int:
+    count = 0
+    for raw in (schema.get("properties") or {}).values():
+        sub = _plain(raw)
+        items = _plain(sub.get("items") or {}) if _kind(sub) == "array" else {}
+        count += bool(items) and (_kind(items) == "object" or bool(items.get("properties")))
+    return count
+
+
+def _holds_lists(schema: dict, depth: int) -> bool:
+    """Whether an object schema has an array of objects among its properties, or inside a
+    wrapper property (`Data`, `result`) `depth` deep."""
+    for prop, raw in (schema.get("properties") or {}).items():
+        sub = _plain(raw)
+        if _kind(sub) == "array":
+            items = _plain(sub.get("items") or {})
+            if _kind(items) == "object" or items.get("properties"):
+                return True
+        elif (
+            depth > 1
+            and prop.lower() in ROW_WRAPPERS
+            and isinstance(sub.get("properties"), dict)
+            and _holds_lists(sub, depth - 1)
+        ):
+            return True
+    return False
+
+
+def single_object_property(schema: Any) -> str | None:
+    """The property of a wrapper body holding one object and nothing else of its own
+    (`{"ClusterMetadata": {...}}`, `{"user": {...}}`), else None."""
+    body = _plain(schema)
+    props = body.get("properties") if isinstance(body.get("properties"), dict) else {}
+    own = [p for p, raw in props.items() if not _constant(_plain(raw))]
+    own = [p for p in own if _role(p, _kind(_plain(props[p]))) is None]
+    if len(own) == 1 and isinstance(_plain(props[own[0]]).get("properties"), dict):
+        return own[0]
+    return None
+
+
+def _constant(schema: dict) -> bool:
+    return "const" in schema or (isinstance(schema.get("enum"), list) and len(schema["enum"]) == 1)

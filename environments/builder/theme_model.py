@@ -79,6 +79,9 @@ class FieldSpec:
     min_length: int | None = None
     max_length: int | None = None
     nullable: bool = False  # the document allows null (`nullable`, a "null" type or option)
+    # the document's schema of an object or array value (its `$ref`s resolved against
+    # `ThemeModel.document` when values are made): nested required properties are kept
+    schema: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sql_type(self) -> str:
@@ -88,7 +91,7 @@ class FieldSpec:
         """Fill what this field lacks from another description of the same field."""
         if self.type == "string" and other.type != "string":
             self.type = other.type
-        for attr in ("format", "pattern", "ref", "object_ref", "items", "description"):
+        for attr in ("format", "pattern", "ref", "object_ref", "items", "description", "schema"):
             if not getattr(self, attr) and getattr(other, attr):
                 setattr(self, attr, getattr(other, attr))
         if not self.enum and other.enum:
@@ -179,6 +182,8 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
             spec.object_ref = items["x-entity"]
     if spec.type == "object" and schema.get("x-entity"):
         spec.object_ref = schema["x-entity"]
+    if spec.type in ("object", "array"):
+        spec.schema = schema
     if spec.type == "number" and fmt in ("int32", "int64"):
         spec.type = "integer"
     return spec
@@ -304,6 +309,8 @@ class ThemeModel:
     entities: dict[str, EntitySpec] = field(default_factory=dict)
     plans: list[ToolPlan] = field(default_factory=list)
     kind: str = ""
+    # the OpenAPI document the theme was read from: the target of `$ref`s in field schemas
+    document: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def implementable(self) -> list[ToolPlan]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from environments.discovery.themes import flat_object, resolve_refs
 
+from .theme_envelope import list_rows_property, single_object_property
 from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
 
 
@@ -48,6 +49,74 @@ def response_schema(doc: dict, http: dict) -> dict:
         media = next((m for m in content if "json" in m), "")
         schema = (content.get(media) or {}).get("schema") if media else None
         return deref(schema, doc) if isinstance(schema, dict) else {}
+    return {}
+
+
+def response_entity(doc: dict, http: dict) -> str:
+    """The entity of the rows an operation answers: the `components/schemas` name its 2xx body
+    refers to, inside a JSON array or a list envelope (`{data: [$ref]}`, `{Certificates:
+    CertificateList}`), "" when the body names none. A path's nouns and an operationId say
+    which collection a call reaches; the body says what comes back."""
+    schema = _body_schema(doc, http)
+    for _ in range(6):  # a reference to a list, to an envelope, to the rows: a few steps
+        schema = _single_part(schema) or schema
+        name = _ref_name(schema)
+        target = _follow(schema, doc)
+        target = _single_part(target) or target
+        if target.get("type") == "array" or "items" in target and "properties" not in target:
+            schema = target.get("items") or {}
+            continue
+        resolved = deref(target, doc, depth=2)
+        rows = list_rows_property(resolved)
+        if rows is None:
+            rows = single_object_property(resolved)
+        if rows is not None:
+            schema = (target.get("properties") or {}).get(rows) or {}
+            continue
+        return entity_name(name) if name and target.get("properties") else ""
+    return ""
+
+
+def _body_schema(doc: dict, http: dict) -> Any:
+    """The JSON schema of an operation's first 2xx response as written ({} for none): its
+    own `$ref` kept, so that the name of what it answers stays readable."""
+    paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
+    item = _follow(paths.get(http.get("path", "")) or {}, doc)
+    operation = _follow(item.get(str(http.get("method", "")).lower()), doc)
+    responses = _follow(operation.get("responses"), doc)
+    for status, response in sorted(responses.items(), key=lambda item: str(item[0])):
+        if str(status).startswith("2"):
+            content = _follow(_follow(response, doc).get("content"), doc)
+            media = next((m for m in content if "json" in str(m)), "")
+            return _follow(content.get(media), doc).get("schema") or {} if media else {}
+    return {}
+
+
+def _follow(value: Any, doc: dict) -> dict:
+    """A node of the document with its own `$ref` (only) followed; {} when not an object."""
+    for _ in range(4):
+        ref = value.get("$ref") if isinstance(value, dict) else None
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        target: Any = doc
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        value = target
+    return value if isinstance(value, dict) else {}
+
+
+def _single_part(schema: Any) -> Any:
+    """The one schema an `allOf`/`anyOf`/`oneOf` wraps with descriptions only."""
+    if not isinstance(schema, dict):
+        return {}
+    for combiner in ("allOf", "anyOf", "oneOf"):
+        parts = schema.get(combiner)
+        if isinstance(parts, list):
+            real = [p for p in parts if isinstance(p, dict) and set(p) - {"description", "title"}]
+            real = [p for p in real if p.get("type") != "null"]
+            if len(real) == 1:
+                return real[0]
     return {}
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from environments.discovery.naming import plural, singular
 
-from .theme_envelope import read_envelope
+from .theme_envelope import answers_many, read_envelope
 from .theme_model import (
     QUANTIFIERS,
     EntitySpec,
@@ -214,7 +214,7 @@ class ToolReader:
         verb, noun = self.verb_noun(tool)
         http = tool.get("http") or {}
         annotations = tool.get("annotations") or {}
-        owner = self.list_field_entity(noun)
+        owner = None if self.names_entity_itself(noun) else self.list_field_entity(noun)
         if owner:
             plan.options["list_field"] = owner[1]
         entity = owner[0] if owner else (self.noun_entity(noun) if noun else "")
@@ -245,14 +245,27 @@ class ToolReader:
             )
         if not entity and not noun:  # `folders.create` under a shared `folders_` prefix
             entity = self.description_entity(tool)
-        if verb == "get" and self.plural_noun(noun, tool):
+        reads = bool(http) and verb in ("get", "list")
+        many = answers_many(plan.response_schema) if reads else None
+        if many is False:
+            plan.options["one_row"] = True  # the response body is one object, not rows
+        if many is None and reads and http.get("method") == "GET":
+            many = not re.search(r"\{[^}]+\}$", http.get("path", ""))  # `/things/{thing}`
+        if many is not None:  # the response body or the path says one row or a list of rows
+            verb = "list" if many else "get"
+            if not owner:
+                entity = self.answered_entity(entity, tool.get("response_entity") or "")
+        if many is None and verb == "get" and self.plural_noun(noun, tool):
             verb = "list"
-        if verb == "get" and re.search(
-            r"\b(tree|recursive)\b", " ".join(noun) + " " + plan.description, re.I
+        if (
+            many is None
+            and verb == "get"
+            and re.search(r"\b(tree|recursive)\b", " ".join(noun) + " " + plan.description, re.I)
         ):
             verb = "list"
         if (
-            http.get("method") == "GET"
+            many is None
+            and http.get("method") == "GET"
             and verb == "get"
             and not re.search(r"\{[^}]+\}$", http.get("path", ""))
         ):
@@ -302,6 +315,26 @@ class ToolReader:
             plan.options["recursive"] = True
         self.collect_fields(plan, tool)
         return plan
+
+    def answered_entity(self, named: str, answered: str) -> str:
+        """The entity a read works on: the one its name or path names, unless the document's
+        response body answers rows of another entity that the named one does not describe
+        (`GET /v1/balance/history/{id}` answers balance transactions, not the balance)."""
+        if answered not in self.model.entities or answered == named:
+            return named
+        if named not in self.model.entities:
+            return answered
+        rows = {
+            _compact(f) for f, s in self.model.entities[answered].fields.items() if not s.hidden
+        }
+        mine = {_compact(f) for f, s in self.model.entities[named].fields.items() if not s.hidden}
+        return named if rows and len(rows & mine) * 2 >= len(rows) else answered
+
+    def names_entity_itself(self, noun: list[str]) -> bool:
+        """Whether a noun phrase is the name of an entity (`places`, `balance transactions`):
+        then it means that entity, not a list field of the same name on another one."""
+        phrase = "_".join(w for w in noun if w not in QUANTIFIERS)
+        return bool(phrase) and singular(phrase) in self.model.entities
 
     def list_field_entity(self, noun: list[str]) -> tuple[str, str] | None:
         """(entity, field) when the noun names a list field of an entity (observations)."""
@@ -455,6 +488,7 @@ class ToolReader:
         props = plan.parameters.get("properties") or {}
         required = set(plan.parameters.get("required") or [])
         headers = set((tool.get("http") or {}).get("headers") or [])
+        path = str((tool.get("http") or {}).get("path", ""))
         fresh = (  # a read tool names a new entity and no key: its parameters are its fields
             not entity.fields
             and plan.operation == "get"
@@ -477,6 +511,12 @@ class ToolReader:
             if kind in ("array", "object") and plan.operation not in ("create", "update"):
                 continue
             if kind == "array" and (plain_type(schema.get("items") or {})).get("properties"):
+                continue
+            parent = self.parent_of(param, schema, path, entity)
+            if parent and entity.column(param) is None:
+                spec = field_from_schema(param, schema)  # `/things/{thing}/events/{event}`
+                spec.ref = parent
+                entity.add(spec)
                 continue
             if (
                 plan.operation in ("get", "delete")
@@ -512,6 +552,13 @@ class ToolReader:
                 continue
             if self.key_param_of(param, entity) and plan.operation != "create":
                 continue
+            if (
+                plan.operation != "create"
+                and not fresh
+                and entity.column(param) is None
+                and self.names_row(param, entity, path)
+            ):
+                continue  # the row's own key, whatever the parameter is called
             if kind == "array" and plan.operation == "list":
                 continue
             if plan.operation == "update" and param not in entity.fields:
@@ -549,6 +596,48 @@ class ToolReader:
             return "_".join(tokens[:-1])
         return ""
 
+    def names_row(self, param: str, entity: EntitySpec, path: str) -> bool:
+        """Whether a path parameter names the row of the entity itself: it is named like the
+        entity (`{account}`, `{petId}`, `{thing_name}`), or it is the last parameter and follows
+        the entity's collection (`/subscriptions/{subscription_exposed_id}`,
+        `/bank_accounts/{id}` of a bank account)."""
+        tokens, own = words(param), words(entity.name)
+        if tokens == own or (
+            len(tokens) == len(own) + 1
+            and tokens[: len(own)] == own
+            and tokens[-1] in ("id", "key", "name", "code", "slug", "uuid")
+        ):
+            return True
+        segments = [s for s in path.split("?")[0].split("/") if s]
+        marker = "{" + param + "}"
+        params = [s for s in segments if s.startswith("{")]
+        if marker not in segments or params[-1] != marker:
+            return False
+        before = segments[segments.index(marker) - 1] if segments.index(marker) else ""
+        if not before or before.startswith("{"):
+            return False
+        collection, name = singular(snake(before)), snake(entity.name)
+        return collection == name or name.endswith("_" + collection)
+
+    def parent_of(self, param: str, schema: dict, path: str, entity: EntitySpec) -> str:
+        """The entity a path parameter names when it is not this entity's row but the row it
+        belongs to (`{thing}` of `/things/{thing}/events/{event}`): a reference the rows keep."""
+        if "{" + param + "}" not in path or self.names_row(param, entity, path):
+            return ""
+        named = singular(snake(param))
+        if named != entity.name and named in self.model.entities:
+            return named
+        return self.reference(param, schema, entity.name)
+
+    def keys_with(self, param: str, schema: dict, entity: EntitySpec) -> bool:
+        """Whether a parameter's values can be the entity's key (a hidden surrogate key is an
+        integer: a string parameter cannot name it)."""
+        spec = entity.fields.get(entity.key)
+        if spec is None:
+            return False
+        kind = plain_type(all_of(schema or {})).get("type")
+        return not spec.hidden or kind == "integer"
+
     def key_like(self, param: str, entity: EntitySpec) -> bool:
         return self.key_param_of(param, entity) is not None or param.lower() in KEY_NAMES
 
@@ -561,7 +650,11 @@ class ToolReader:
             if suffix in entity.fields:
                 return suffix
             if suffix in ("id", "key", "code", "path", "name"):
-                return param if param in entity.fields else suffix
+                if param in entity.fields:
+                    return param
+                if suffix not in entity.fields and entity.key in entity.fields:
+                    return entity.key  # `notificationId` of a notification keyed by `name`
+                return suffix
         if param in entity.fields and param == entity.key:
             return param
         return None
@@ -654,12 +747,15 @@ class ToolReader:
             plan.operation = op = "append"
         if op == "delete" and "list_items" in roles:
             plan.operation = op = "remove"
-        if op == "get" and not props:
+        singleton = plan.options.get("one_row") and all(
+            r in ("filter", "unsupported", "ignored", "credential") for r in roles
+        )  # the document answers one object and no parameter names a row: `GET /v1/balance`
+        if op == "get" and not props and not singleton:
             plan.operation = op = "list"
         if op in ("get", "update", "delete", "transition") and "key" not in roles:
-            if (
-                op == "get"
-                and "filter" in roles
+            if op == "get" and (
+                singleton
+                or "filter" in roles
                 and all(r in ("filter", "unsupported") for r in roles)
             ):
                 plan.operation = "get_by_fields"
@@ -722,10 +818,17 @@ class ToolReader:
             r"\{([^}]+)\}", str((plan.options.get("http") or {}).get("path", ""))
         )
         if op in ("get", "update", "delete", "transition") and path_params:
+            path = str((plan.options.get("http") or {}).get("path", ""))
             if param in path_params:
                 column = self.key_param_of(param, entity) or (
                     param if param in entity.fields else None
                 )
+                if column is None and self.names_row(param, entity, path):
+                    if self.keys_with(param, schema, entity):
+                        return ["key", key]
+                named = [p for p in path_params if p != param and self.names_row(p, entity, path)]
+                if column and named and column != key:
+                    return ["filter", column]  # a parent's key (`/accounts/{account}/...`)
                 if column:
                     return ["key", column]
             elif op == "update" and param in entity.fields:

@@ -149,6 +149,9 @@ def _th_insert(db, spec, values, plan, params=None):
     clean = {}
     for name, value in values.items():
         clean[name] = _th_check(spec, name, value, (params or {}).get(name))
+    for name, value in (plan.get("server_values") or {}).items():
+        if clean.get(name) is None:  # what the server fills on every row it creates
+            clean[name] = _th_check(spec, name, value, name)
     key = spec["key"]
     if clean.get(key) is None:
         if (

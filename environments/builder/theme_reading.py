@@ -11,7 +11,7 @@ from __future__ import annotations
 from environments.tool_names import function_names, renamed_note
 
 from .theme_model import ThemeModel
-from .theme_openapi import openapi_entities, response_schema
+from .theme_openapi import openapi_entities, response_entity, response_schema
 from .theme_plans import ToolReader, choose_key
 from .theme_prd import prd_entities
 from .theme_schemas import checkable_schema
@@ -66,10 +66,12 @@ def read_theme(theme: dict) -> ThemeModel:
     model = ThemeModel(theme.get("title") or theme.get("name") or "theme", kind=kind)
     tools = theme_tools(theme)
     if kind == "tool_doc" and isinstance(raw, dict) and "openapi" in raw:
+        model.document = raw
         openapi_entities(model, raw)
         for tool in tools:
             if isinstance(tool.get("http"), dict) and not tool.get("outputSchema"):
                 tool["response_schema"] = response_schema(raw, tool["http"])
+                tool["response_entity"] = response_entity(raw, tool["http"])
     if kind == "prd":
         text = raw if isinstance(raw, str) else (raw or {}).get("markdown", "")
         prd_entities(model, text or "")

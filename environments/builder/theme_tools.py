@@ -21,6 +21,7 @@ from typing import Any
 from environments.discovery.tool_generator import ToolSet
 from environments.python_source import python_name
 
+from .theme_data import Generator
 from .theme_model import EntitySpec, ThemeModel, ToolPlan
 from .theme_prelude import __file__ as _PRELUDE_FILE
 from .theme_values import schema_value
@@ -84,6 +85,43 @@ def runtime_plan(plan: ToolPlan, model: ThemeModel) -> dict[str, Any]:
     }
 
 
+SERVER_ROW = 10_000  # the generator's row index for values a create fills (past every stored row)
+
+
+def server_values(plan: ToolPlan, model: ThemeModel, generator: Generator) -> dict[str, Any]:
+    """What a create fills as its server does: the entity's fields the document requires on
+    every row (`created`, `object`, `livemode`, nested `_links`) that no parameter of the tool
+    can give, each a value made for the field as the stored rows' are. A field a parameter
+    gives stays the caller's (left empty when not given); references are never made up."""
+    if plan.operation not in ("create", "batch_create"):
+        return {}
+    entity = model.entities[plan.entity]
+    given = {str(b[1]) for b in plan.bindings.values() if len(b) > 1 and isinstance(b[1], str)}
+    given |= {str(c) for b in plan.bindings.values() if b[0] == "items" for c in b[1]}
+    params = {p.lower() for p in (plan.parameters.get("properties") or {})}
+    out: dict[str, Any] = {}
+    for offset, (name, spec) in enumerate(entity.fields.items()):
+        if (
+            not spec.required
+            or spec.hidden
+            or spec.ref
+            or spec.object_ref
+            or name == entity.key
+            or name in given
+            or name.lower() in params
+        ):
+            continue
+        value = generator.value(entity, spec, SERVER_ROW + offset, {})
+        if value is not None:
+            out[name] = value
+    if out:
+        plan.notes.append(
+            f"fields every {entity.name} holds and no parameter gives are filled as its server "
+            f"does: {', '.join(out)}"
+        )
+    return out
+
+
 def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
     """Code, schemas, kinds and tests for every implementable plan (others stay rejected)."""
     specs = table_specs(model)
@@ -92,6 +130,7 @@ def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     taken: dict[str, str] = {}
+    generator = Generator(model.title, model.document)
     try:
         for index, plan in enumerate(model.plans):
             if plan.rejected:
@@ -102,6 +141,7 @@ def implement_theme_tools(model: ThemeModel, db_path: str | Path) -> ToolSet:
             const = f"_TH_PLAN_{index}"
             try:
                 runtime = runtime_plan(plan, model)
+                runtime["server_values"] = server_values(plan, model, generator)
                 tests = _Tests(conn, model, specs, plan, runtime).build()
             except _Untestable as exc:
                 plan.reject(f"cannot be verified: {exc}")
@@ -315,11 +355,13 @@ class _Tests:
         row = rows[0]
         arguments = {p: _decode(self.spec, {b[1]: row[b[1]]})[b[1]] for p, b in filters}
         where = " AND ".join(f'"{b[1]}" IS ?' for _, b in filters)
-        first = self.rows(f"WHERE {where}", tuple(row[b[1]] for _, b in filters))[0]
-        decoded = _decode(self.spec, first)
+        found = self.rows(f"WHERE {where}" if where else "", tuple(row[b[1]] for _, b in filters))
+        decoded = _decode(self.spec, found[0])
         other = self.scalar_field(decoded, tuple(b[1] for _, b in filters))
         expected = {other: decoded[other]} if other else {}
         self.add("existing", self.check_row(arguments, expected))
+        if not filters:  # a singleton (`GET /v1/balance`): the one row, nothing to miss
+            return
         missing = dict(arguments)
         p, b = filters[0]
         missing[p] = _missing(self.spec["fields"][b[1]]["type"])

@@ -8,6 +8,7 @@ required fields of its document's response envelope with them (`theme_envelope`)
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -51,8 +52,21 @@ def valid(value: Any, schema: dict) -> bool:
     return True
 
 
-def schema_value(schema: Any, rng: random.Random, hint: Any = None, depth: int = 0) -> Any:
-    """A value the schema accepts: the hint when it does, else one made from the schema."""
+FULL_DEPTH = 3  # objects this deep get every property; deeper ones their required ones only
+MAX_DEPTH = 10  # deeper still: nothing (recursive schemas)
+
+
+def schema_value(
+    schema: Any,
+    rng: random.Random,
+    hint: Any = None,
+    depth: int = 0,
+    text: Callable[[str], str | None] | None = None,
+    name: str = "",
+) -> Any:
+    """A value the schema accepts: the hint when it does, else one made from the schema.
+    Nested objects keep their required properties however deep (down to `MAX_DEPTH`); `text`
+    gives a plain string for a property name (realistic data), "contract value" otherwise."""
     schema = plain_type(all_of(schema)) if isinstance(schema, dict) else {}
     for combiner in ("anyOf", "oneOf"):  # several alternatives: the first that is not null
         options = [o for o in schema.get(combiner) or [] if isinstance(o, dict)]
@@ -81,27 +95,34 @@ def schema_value(schema: Any, rng: random.Random, hint: Any = None, depth: int =
     if kind == "boolean":
         return True
     if kind == "array":
-        count = max(1, int(schema.get("minItems") or 0)) if depth < 3 else 0
+        least = int(schema.get("minItems") or 0) if isinstance(schema.get("minItems"), int) else 0
+        count = max(1, least) if depth < FULL_DEPTH else least
         maximum = schema.get("maxItems")
         if isinstance(maximum, int):
             count = min(count, maximum)
-        return [schema_value(schema.get("items") or {}, rng, None, depth + 1) for _ in range(count)]
+        item = schema.get("items") or {}
+        return [schema_value(item, rng, None, depth + 1, text, name) for _ in range(count)]
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
-        if depth >= 3:
+        if depth >= MAX_DEPTH:
             return {}
+        required = set(schema.get("required") or []) if depth >= FULL_DEPTH else set(props)
         return {
-            name: schema_value(sub, rng, None, depth + 1)
-            for name, sub in props.items()
-            if isinstance(sub, dict)
+            prop: schema_value(sub, rng, None, depth + 1, text, prop)
+            for prop, sub in props.items()
+            if isinstance(sub, dict) and prop in required
         }
     fmt = str(schema.get("format", ""))
-    text = FORMAT_VALUES.get(fmt, "contract value")
+    value = FORMAT_VALUES.get(fmt, "contract value")
+    named = text(name) if text is not None and name and not fmt else None
     if isinstance(schema.get("pattern"), str):
-        text = matching_value(schema["pattern"], rng) or text
+        made = matching_value(schema["pattern"], rng)
+        value = made or (named if named and valid(named, schema) else value)
+    elif named:
+        value = named
     low, high = schema.get("minLength"), schema.get("maxLength")
-    if isinstance(low, int) and len(text) < low:
-        text = text + "x" * (low - len(text))
-    if isinstance(high, int) and len(text) > high:
-        text = text[:high]
-    return text
+    if isinstance(low, int) and len(value) < low:
+        value = value + "x" * (low - len(value))
+    if isinstance(high, int) and len(value) > high:
+        value = value[:high]
+    return value
