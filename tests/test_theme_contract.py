@@ -85,6 +85,16 @@ def dictionary_server(extra: list[dict] | None = None) -> dict:
     }
 
 
+# Tools that compute from their arguments: the offline builder rejects them with the reason.
+GET_SUM = tool(
+    "get-sum",
+    "Returns the sum of two numbers",
+    {"a": {"type": "number"}, "b": {"type": "number"}},
+    ["a", "b"],
+)
+ECHO = tool("echo", "Echoes back the input", {"message": {"type": "string"}}, ["message"])
+
+
 def theme_of(document: dict) -> dict:
     return parse_theme_document(document, "dictionary.json")
 
@@ -185,15 +195,7 @@ def test_a_result_breaking_the_response_schema_is_rejected(built, pool):
 
 
 def test_computations_are_rejected_at_plan_time_with_the_reason():
-    extra = [
-        tool(
-            "get-sum",
-            "Returns the sum of two numbers",
-            {"a": {"type": "number"}, "b": {"type": "number"}},
-            ["a", "b"],
-        ),
-        tool("echo", "Echoes back the input", {"message": {"type": "string"}}, ["message"]),
-    ]
+    extra = [GET_SUM, ECHO]
     model = read_theme(theme_of(dictionary_server(extra)))
     rejected = {p.name: p.rejected for p in model.rejected}
     assert rejected["get-sum"] == (
@@ -262,15 +264,7 @@ def test_the_build_publishes_entity_tools_and_reports_their_contracts(
 ):
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
-    extra = [
-        tool(
-            "get-sum",
-            "Returns the sum of two numbers",
-            {"a": {"type": "number"}, "b": {"type": "number"}},
-            ["a", "b"],
-        ),
-        tool("echo", "Echoes back the input", {"message": {"type": "string"}}, ["message"]),
-    ]
+    extra = [GET_SUM, ECHO]
     theme = store_theme(theme_of(dictionary_server(extra)))
     response = reviewer_api.post(
         "/api/environments/build/",
@@ -311,14 +305,7 @@ def test_a_live_mcp_server_with_a_computing_tool_publishes_without_it(settings, 
     CLI builds its entity tools and rejects the sum with the reason, never a look-up."""
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
-    extra = [
-        tool(
-            "get-sum",
-            "Returns the sum of two numbers",
-            {"a": {"type": "number"}, "b": {"type": "number"}},
-            ["a", "b"],
-        )
-    ]
+    extra = [GET_SUM]
     listed = tmp_path / "tools.json"
     listed.write_text(json.dumps(dictionary_server(extra)["result"]["tools"]))
     server = Path(__file__).parent / "support" / "listed_mcp_server.py"
