@@ -457,6 +457,28 @@ def recover_in_process_jobs() -> list[int]:
     return recovered
 
 
+def adopt_lost_in_process_jobs(exclude_kinds: tuple[str, ...] = ()) -> list[int]:
+    """Jobs handed to the threads of an embedded process on this host that has exited (a
+    killed command without a broker): queued ones are dispatched again here, running ones
+    retried or failed like any lost job. `exclude_kinds`: jobs whose owner takes their work
+    over itself (a catalogue run's documents)."""
+    prefix = f"in-process@{socket.gethostname()}:"
+    states = [Job.State.QUEUED, Job.State.RETRYING, Job.State.RUNNING]
+    adopted = []
+    lost = Job.objects.filter(state__in=states, worker__startswith=prefix).exclude(
+        kind__in=exclude_kinds
+    )
+    for record in lost:
+        if not lost_with_its_process(record):
+            continue
+        if record.state == Job.State.RUNNING:
+            recover_lost_job(record, f"{record.worker} exited while the job ran")
+        else:
+            transaction.on_commit(lambda pk=record.pk: dispatch(pk))
+        adopted.append(record.pk)
+    return adopted
+
+
 def recover_jobs_of_worker(worker: str) -> list[int]:
     """Jobs left running by an earlier life of this worker are retried or failed."""
     recovered = []

