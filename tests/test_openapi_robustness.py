@@ -270,3 +270,40 @@ def test_a_document_without_a_title_is_named_by_its_directory_identity():
     assert theme["title"] == "agreements api.ote-shop.test"
     assert theme["provenance"]["identity"]["key"] == "api.ote-shop.test:agreements/1.0.0"
     assert theme["name"] == "agreements_api_ote_shop_test_1_0_0"
+
+
+def test_two_names_of_one_noun_are_one_table(tmp_path):
+    """`Data` and `Datum` (the directory's idealspot-geodata) pluralize to one table: they are
+    one entity, not `table "data" already exists` in the ingest stage."""
+    from environments.builder.theme_data import build_theme_database
+    from environments.builder.theme_reading import read_theme
+
+    def read(path: str, schema: str, key: str) -> dict:
+        ref = {"$ref": f"#/components/schemas/{schema}"}
+        return {
+            "get": {
+                "operationId": f"get{schema}",
+                "parameters": [{"name": key, "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok",
+                                      "content": {"application/json": {"schema": ref}}}},
+            }
+        }  # fmt: skip
+
+    fields = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "value": {"type": "number"}},
+    }
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Geodata", "version": "1"},
+        "paths": {"/data/{id}": read("/data/{id}", "Data", "id"),
+                  "/datum/{id}": read("/datum/{id}", "Datum", "id")},
+        "components": {"schemas": {"Data": fields, "Datum": fields}},
+    }  # fmt: skip
+    model = read_theme(parse_theme_document(document, "geodata.json"))
+    tables = [entity.table.lower() for entity in model.entities.values()]
+    assert len(tables) == len(set(tables)) and "data" in tables
+    assert all(p.entity in model.entities for p in model.implementable)
+    built = build_theme_database(model, tmp_path / "geo.sqlite", [], rows=5, seed="geo")
+    assert Path(built["db_path"]).is_file()

@@ -321,7 +321,14 @@ class ThemeModel:
         return [p for p in self.plans if p.rejected]
 
     def entity(self, name: str) -> EntitySpec:
+        """The entity named `name`, or the one already stored in the same table: two names with
+        one plural (`data` and `datum`, `Person` and `people`) are one noun, and SQLite table
+        names ignore case."""
         if name not in self.entities:
+            table = EntitySpec(name).table.lower()
+            same = next((e for e in self.entities.values() if e.table.lower() == table), None)
+            if same is not None:
+                return same
             self.entities[name] = EntitySpec(name)
         return self.entities[name]
 

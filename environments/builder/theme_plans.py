@@ -293,7 +293,9 @@ class ToolReader:
                 "or its description matches the theme's data"
             )
         if entity not in self.model.entities:
-            self.model.entity(entity).origins.append(f"named by {plan.name}")
+            stored = self.model.entity(entity)  # or the entity of the same table (data/datum)
+            stored.origins.append(f"named by {plan.name}")
+            entity = stored.name
         plan.entity = entity
         plan.operation = verb
         if http:
