@@ -48,6 +48,25 @@ def page(browser):
     context.close()
 
 
+@pytest.fixture(autouse=True)
+def jobs_end_before_the_flush(request):
+    """A page can start jobs that run in this process's threads (a rejected round moves on to
+    train). The live server's database is flushed after the test; a job still writing then
+    deadlocks the flush and leaves rows for the next test. So the test ends when they do."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so torn down before the flush
+    yield
+    from aw_site.jobs import in_process_worker_name
+    from aw_site.models import Job
+    from tests.support.worker import wait_for
+
+    live = (Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING)
+    mine = Job.objects.filter(state__in=live, worker=in_process_worker_name())
+    wait_for(lambda: not mine.exists(), timeout=120, message="this test's in-process jobs")
+
+
 @pytest.fixture
 def sign_in(page, live_server):
     """sign_in(user) logs in through the real login form and lands on the home page."""
