@@ -17,13 +17,13 @@ finds them with `rows_in` to check that counts and totals tell the truth about t
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from environments.discovery.naming import squashed
 from environments.discovery.themes import flat_object
 
-from .theme_model import all_of, plain_type, words
+from .theme_model import all_of, allows_null, plain_type, schema_options, words
 from .theme_values import schema_value, valid
 
 ROLE_NAMES: dict[str, set[str]] = {
@@ -151,31 +151,20 @@ def _nullable(schema: Any) -> bool:
     if not isinstance(schema, dict):
         return True
     schema = all_of(schema)
-    kind = schema.get("type")
-    if kind is None and not any(k in schema for k in ("anyOf", "oneOf", "enum", "const")):
+    if schema.get("type") is None and not any(
+        k in schema for k in ("anyOf", "oneOf", "enum", "const")
+    ):
         return True
-    if schema.get("nullable") is True or kind == "null":
+    if allows_null(schema):
         return True
-    if isinstance(kind, list) and "null" in kind:
-        return True
-    for combiner in ("anyOf", "oneOf"):
-        options = schema.get(combiner)
-        if isinstance(options, list) and any(
-            isinstance(o, dict) and (o.get("type") == "null" or o.get("nullable")) for o in options
-        ):
-            return True
-    return False
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+    return any(o.get("nullable") for o in schema_options(schema))
 
 
 def _overlap(schema: dict, fields: set[str]) -> int:
     """How many of the entity's fields an object schema has (case and spelling aside)."""
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    wanted = {_norm(f) for f in fields}
-    return sum(1 for p in props if _norm(p) in wanted)
+    wanted = {squashed(f) for f in fields}
+    return sum(1 for p in props if squashed(p) in wanted)
 
 
 @dataclass
@@ -191,11 +180,11 @@ def _candidates(schema: dict, entity: str, fields: set[str], depth: int = 0) -> 
     one or two levels deep."""
     found: list[_Candidate] = []
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    entity_words = {_norm(entity), _norm(entity) + "s", _norm(entity) + "es"}
+    entity_words = {squashed(entity), squashed(entity) + "s", squashed(entity) + "es"}
     for prop, sub in props.items():
         sub = _plain(sub)
         kind = _kind(sub)
-        named = 2 if _norm(prop) in entity_words else 1 if prop.lower() in ROW_WRAPPERS else 0
+        named = 2 if squashed(prop) in entity_words else 1 if prop.lower() in ROW_WRAPPERS else 0
         if kind == "array":
             items = _plain(sub.get("items") or {})
             if _kind(items) == "object" or items.get("properties"):
@@ -293,16 +282,16 @@ def _fixed_fields(
 ) -> tuple[EnvelopeField, ...]:
     """Required properties of a row body that the entity has no column for and the document
     fixes: a constant (`const`, a one-value enum), a `done` flag, a delete's `deleted`."""
-    wanted = {_norm(f) for f in fields}
+    wanted = {squashed(f) for f in fields}
     out = []
     for prop in row_schema.get("required") or []:
         raw = (row_schema.get("properties") or {}).get(prop)
-        if _norm(prop) in wanted or not isinstance(raw, dict):
+        if squashed(prop) in wanted or not isinstance(raw, dict):
             continue
         sub = _plain(raw)
         kind = _kind(sub)
         role = _role(prop, kind)
-        if deleting and _norm(prop) == "deleted" and kind == "boolean":
+        if deleting and squashed(prop) == "deleted" and kind == "boolean":
             role = "done"
         constant = "const" in sub or (isinstance(sub.get("enum"), list) and len(sub["enum"]) == 1)
         if role == "done" or constant:
@@ -312,7 +301,7 @@ def _fixed_fields(
 
 
 def _role(prop: str, kind: str) -> str | None:
-    name = _norm(prop)
+    name = squashed(prop)
     for role, names in ROLE_NAMES.items():
         if name in names and kind in ROLE_TYPES[role]:
             return role

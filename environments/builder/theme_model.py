@@ -220,8 +220,17 @@ def allows_null(schema: dict) -> bool:
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
-    options = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
-    return any(isinstance(o, dict) and o.get("type") == "null" for o in options)
+    return any(o.get("type") == "null" for o in schema_options(schema))
+
+
+def schema_options(schema: dict) -> list[dict]:
+    """The alternatives of an anyOf/oneOf schema (none where the document gives no list)."""
+    options = []
+    for combiner in ("anyOf", "oneOf"):
+        listed = schema.get(combiner)
+        if isinstance(listed, list):
+            options += [o for o in listed if isinstance(o, dict)]
+    return options
 
 
 def _length(value: Any) -> int | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from environments.discovery.naming import plural, singular
+from environments.discovery.naming import plural, singular, squashed
 
 from .theme_envelope import answers_many, read_envelope
 from .theme_model import (
@@ -327,9 +327,9 @@ class ToolReader:
         if named not in self.model.entities:
             return answered
         rows = {
-            _compact(f) for f, s in self.model.entities[answered].fields.items() if not s.hidden
+            squashed(f) for f, s in self.model.entities[answered].fields.items() if not s.hidden
         }
-        mine = {_compact(f) for f, s in self.model.entities[named].fields.items() if not s.hidden}
+        mine = {squashed(f) for f, s in self.model.entities[named].fields.items() if not s.hidden}
         return named if rows and len(rows & mine) * 2 >= len(rows) else answered
 
     def names_entity_itself(self, noun: list[str]) -> bool:
@@ -504,9 +504,9 @@ class ToolReader:
             lname = param.lower()
             if lname in PAGING or lname in QUERY_NAMES or lname in GLOB_NAMES or lname in MODIFIERS:
                 continue
-            if plan.operation == "list" and _compact(param) in CURSORS | set(KEY_CURSORS):
+            if plan.operation == "list" and squashed(param) in CURSORS | set(KEY_CURSORS):
                 continue  # how a listing pages, not a field of its rows
-            if _compact(param) in CREDENTIALS or param in headers:
+            if squashed(param) in CREDENTIALS or param in headers:
                 continue  # a header is request metadata, not a field of the rows
             if lname.startswith("exclude"):
                 continue
@@ -790,7 +790,7 @@ class ToolReader:
 
     def role(self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict) -> list | None:
         lname = param.lower()
-        if re.sub(r"[^a-z0-9]", "", lname) in CREDENTIALS and param not in entity.fields:
+        if squashed(lname) in CREDENTIALS and param not in entity.fields:
             return ["credential"]  # accepted: the offline environment checks no credentials
         plain = plain_type(all_of(schema))
         if isinstance(plain.get("enum"), list) and len(plain["enum"]) == 1 and param != entity.key:
@@ -801,15 +801,15 @@ class ToolReader:
         if op == "list":
             if lname in PAGING and kind in ("integer", "number"):
                 return [PAGING[lname]]
-            if _compact(param) in CURSORS and kind in ("string", "integer", None):
+            if squashed(param) in CURSORS and kind in ("string", "integer", None):
                 return ["cursor"]
             if (
-                _compact(param) in KEY_CURSORS
+                squashed(param) in KEY_CURSORS
                 and kind in ("string", "integer", None)
                 and key
                 and plain.get("format") not in ("date", "date-time")
             ):
-                return [KEY_CURSORS[_compact(param)], key]
+                return [KEY_CURSORS[squashed(param)], key]
             if lname in QUERY_NAMES and kind in ("string", None):
                 return ["query", entity.text_fields()]
             if lname in GLOB_NAMES and _path_key(entity):
@@ -936,7 +936,7 @@ class ToolReader:
             if column is not None and column.type in ("array", "object") and not column.hidden:
                 plan.notes.append(f"optional parameter {param!r} is kept as given on the row")
                 return ["field", column.name]
-        if _compact(param) in PRESENTATION or _compact(param).startswith("embed"):
+        if squashed(param) in PRESENTATION or squashed(param).startswith("embed"):
             plan.notes.append(
                 f"optional parameter {param!r} only shapes how the answer is presented; it is "
                 "accepted and changes nothing here"
@@ -1045,20 +1045,15 @@ class ToolReader:
         plan.notes.append("parameters derived from the entity (the PRD gives none)")
 
 
-def _compact(name: str) -> str:
-    """A parameter name without case or separators (`starting_after` -> startingafter)."""
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
 def _listed_column(param: str, entity: EntitySpec) -> str | None:
     """The scalar column an array parameter lists values of (`lookup_keys` -> lookup_key,
     `types` -> type, `ResourceArnList` -> ResourceArn), else None."""
     tokens = words(param)
     if len(tokens) > 1 and tokens[-1] in ("list", "set", "array", "values"):
         tokens = tokens[:-1]
-    wanted = {_compact(param), _compact(singular("_".join(tokens)))}
+    wanted = {squashed(param), squashed(singular("_".join(tokens)))}
     for name, spec in entity.fields.items():
-        if _compact(name) in wanted and spec.type not in ("array", "object") and not spec.hidden:
+        if squashed(name) in wanted and spec.type not in ("array", "object") and not spec.hidden:
             return name
     return None
 

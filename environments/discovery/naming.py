@@ -127,6 +127,12 @@ def split_camel(name: str, sep: str = " ") -> str:
     return _ACRONYM_WORD.sub(rf"\1{sep}\2", _CAMEL_WORD.sub(rf"\1{sep}\2", str(name)))
 
 
+def squashed(name: str) -> str:
+    """A name without case or separators (`starting_after`, `StartingAfter` -> startingafter),
+    so the spellings of one name compare equal."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
 def with_article(words: str) -> str:
     """'a' or 'an' by the sound of the first word (inflect): an order item, a user, an hour."""
     return _ENGINE.a(words) if words else words

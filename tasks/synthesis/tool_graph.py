@@ -19,7 +19,7 @@ from typing import Any
 
 from environments.builder.theme_envelope import ROLE_NAMES, ROW_WRAPPERS
 from environments.builder.theme_model import snake
-from environments.discovery.naming import plural, singular
+from environments.discovery.naming import plural, singular, squashed
 from environments.tool_operations import rows_in
 from tasks.synthesis.environment_view import EnvironmentView
 
@@ -163,7 +163,7 @@ ENVELOPE_WORDS = frozenset(
 
 
 def _envelope_word(name: str) -> bool:
-    return re.sub(r"[^a-z0-9]", "", name.lower()) in ENVELOPE_WORDS
+    return squashed(name) in ENVELOPE_WORDS
 
 
 def _unwrapped(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool] | None:

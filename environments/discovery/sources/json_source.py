@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..naming import singular
+from ..naming import singular, squashed
 from .base import (
     DatabaseBuilder,
     SourceError,
@@ -631,10 +631,6 @@ def model_fixture(items: list) -> tuple[str, str] | None:
     return None
 
 
-def _squashed(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
 class FixtureLoader:
     """One table per model (`chinook.track` -> `track`), keyed by its pk (column `id`), with
     the fields as columns. A field whose name names another model and whose values are all
@@ -669,13 +665,13 @@ class FixtureLoader:
     def target(self, field_name: str, model: str, values: list) -> str | None:
         """The model a field refers to: its name names it (`album`, `media_type` for
         `mediatype`, `parent_category` for `category`) and every value is one of its pks."""
-        name = _squashed(field_name)
+        name = squashed(field_name)
         if name.endswith("id") and len(name) > 2:
             name = name[:-2]
-        names = {name, _squashed(singular(field_name))}
+        names = {name, squashed(singular(field_name))}
         candidates = []
         for other in self.keys:
-            other_name = _squashed(other.rsplit(".", 1)[-1])
+            other_name = squashed(other.rsplit(".", 1)[-1])
             named = other_name in names or (len(other_name) >= 3 and name.endswith(other_name))
             if named and values and set(values) <= self.keys[other]:
                 candidates.append((other_name not in names, -len(other_name), other))
