@@ -21,21 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.synthesis.intents import (
+    AGGREGATION,
+    COMPARISON,
+    CONDITIONAL_ACTION,
+    INTENT_WORDS,
+    INTENTS,
+    LOOKUP,
+    MULTI_STEP_WORKFLOW,
+    intent_of,
+)
 from tasks.synthesis.tool_graph import ACTION_ALIASES
-
-LOOKUP = "lookup"
-COMPARISON = "comparison"
-AGGREGATION = "aggregation"
-CONDITIONAL_ACTION = "conditional_action"
-MULTI_STEP_WORKFLOW = "multi_step_workflow"
-INTENTS = (LOOKUP, COMPARISON, AGGREGATION, CONDITIONAL_ACTION, MULTI_STEP_WORKFLOW)
-INTENT_WORDS = {
-    LOOKUP: "look-up",
-    COMPARISON: "comparison",
-    AGGREGATION: "aggregation",
-    CONDITIONAL_ACTION: "conditional action",
-    MULTI_STEP_WORKFLOW: "multi-step workflow",
-}
 
 # What each programmatic template asks for (tasks/synthesis/program_templates.py).
 PROGRAM_INTENTS = {
@@ -57,7 +53,6 @@ PROGRAM_INTENTS = {
     "group_update": MULTI_STEP_WORKFLOW,
     "branch_update": CONDITIONAL_ACTION,
 }
-AGGREGATE_ACTIONS = frozenset({"count", "aggregate"})
 WRITE_ACTIONS = frozenset({"create", "update", "delete", "link", "unlink"})
 
 
@@ -144,13 +139,8 @@ def inferred_intent(task: Any) -> str:
         known = PROGRAM_INTENTS.get(str(_extra(task).get("template") or ""))
         if known:
             return known
-    if writes:  # one change to a row the task picks out, or a workflow of several changes
-        return CONDITIONAL_ACTION if writes == 1 else MULTI_STEP_WORKFLOW
-    if conditional:
-        return COMPARISON
-    if any(tool_action(step.get("tool")) in AGGREGATE_ACTIONS for step in chain[-1:]):
-        return AGGREGATION
-    return LOOKUP
+    last = tool_action(chain[-1].get("tool")) if chain else None
+    return intent_of(writes, conditional, last)
 
 
 def generator_labels(task: Any) -> GeneratorLabels:

@@ -205,6 +205,18 @@ def test_surrogate_id_naming_flags_an_id_where_the_row_has_a_natural_name(facts)
         "first_name",
     )
     assert surrogate_id_naming(by_email, facts) is None
+    # a reference to an employee by id, where a tool finds employees by email
+    by_reference = task(
+        "List the customers whose support rep id is 3.",
+        [step("search_customers", {"support_rep_id": 3}, result=[{"id": 5, "support_rep_id": 3}])],
+    )
+    assert "employee by its surrogate id 3" in surrogate_id_naming(by_reference, facts)
+    # a reference to an item by id, where no tool finds items by name
+    by_item = task(
+        "List the variants whose item id is 2.",
+        [step("search_variants", {"item_id": 2}, result=[{"id": 4, "item_id": 2}])],
+    )
+    assert surrogate_id_naming(by_item, facts) is None
     # a table with nothing else to name a row by is named by its id
     nameless = task(
         "List the tracking ids whose id is 497.",

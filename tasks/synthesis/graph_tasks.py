@@ -164,6 +164,15 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
+PLAIN_WRITES = frozenset({"create", "update", "delete", "link", "unlink"})
+
+
+def is_transition(node: ToolNode) -> bool:
+    """A write named for a move of the row's lifecycle (``cancel_order``, ``ship_order``,
+    ``refund_payment``): not a plain create, edit or delete."""
+    return node.kind == "write" and node.action not in PLAIN_WRITES
+
+
 class GraphWalker:
     """Builds one gold chain at a time by walking the graph inside an episode.
 
@@ -235,6 +244,9 @@ class GraphWalker:
                 loose.append((node, bindings))
         rng.shuffle(linked)
         rng.shuffle(loose)
+        if want_write:  # a lifecycle's own moves (cancel, ship, return) before plain edits
+            linked.sort(key=lambda option: not is_transition(option[0]))
+            loose.sort(key=lambda option: not is_transition(option[0]))
         return linked + loose
 
     def _arguments(
@@ -983,6 +995,7 @@ class GraphTaskSynthesizer:
                 "instruction_source": source,
                 "template_instruction": template,
                 "tier": self.tier,
+                "intent": rendered.intent,
                 "requested_steps": difficulty.steps,
                 "given": rendered.given,
                 "discovered": rendered.discovered,

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.discovery.naming import plural, singular, words_of
+from tasks.synthesis.intents import AGGREGATION, LOOKUP, MULTI_STEP_WORKFLOW, walk_intent
+from tasks.synthesis.meaning import is_surrogate_name
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ParamInfo, ToolNode, is_row_list, records_of
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,15 @@ def _column(node: ToolNode, name: str) -> str:
     ):
         return f"{words(singular(table))} {words(column)}"
     return words(column)
+
+
+def _reference_words(node: ToolNode, name: str) -> str:
+    """ "customer" for ``customer_id``: a reference column said as the thing it names."""
+    column = _column(node, name)
+    for tail in (" id", " key", " ref"):
+        if column.endswith(tail) and len(column) > len(tail):
+            return column[: -len(tail)]
+    return column
 
 
 def _rows(step: dict[str, Any]) -> int:
@@ -209,6 +220,8 @@ def branch_actions(step: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 
 def _lower_first(text: str) -> str:
+    if text.startswith("I "):
+        return text
     return text[:1].lower() + text[1:]
 
 
@@ -266,9 +279,10 @@ def render_instruction(steps, nodes: dict[str, ToolNode], answer_spec: dict[str,
 class GoalPhrases:
     """Noun phrases for the rows each step reached, composed from the ``inputs`` bindings."""
 
-    def __init__(self, steps, nodes: dict[str, ToolNode], described: dict | None = None):
+    def __init__(self, steps, nodes: dict[str, ToolNode], described: dict | None = None, rng=None):
         self.steps = steps
         self.nodes = nodes
+        self.rng = rng or random.Random(0)  # picks among sentence forms of one intent
         # (step, param) -> (column, value): a sampled key told by another attribute of its row
         self.described = described or {}
         self.labels = self._labels()
@@ -310,19 +324,35 @@ class GoalPhrases:
             return fmt(arguments[name])
         if binding.get("sorted_by"):
             return self.smallest(binding)
+        return self.value_of(binding)
+
+    def value_of(self, binding: dict[str, Any]) -> str:
+        """ "the genus of the bacterium ...": the value a binding took from one earlier row. A
+        row found by a key of another row holds that key as the other row does: its key is
+        said as the other row's field ("the genus of the bacterium", never "the genus of the
+        genus of the bacterium")."""
+        lookup = self._key_lookup(binding["step"])
+        if lookup is not None and binding["field"] == lookup[2].column[1]:
+            inner = lookup[1]
+            if inner.get("sorted_by"):
+                return self.smallest(inner)
+            return self.value_of(inner)
         return f"the {words(binding['field'])} of {self.row(binding['step'])}"
 
     def smallest(self, binding: dict[str, Any]) -> str:
         """ "the smallest (largest) body mass g among the penguins whose island is "Dream"": the
         value a binding took from a list of several rows, by content, never by row order."""
+        word = self.pick_word(binding)
+        return f"the {word} {words(binding['field'])} among {self.row(binding['step'], many=True)}"
+
+    def pick_word(self, binding: dict[str, Any]) -> str:
+        """smallest / largest, or alphabetically first / last: how a binding picked its row."""
         field_name = binding["field"]
         values = [r.get(field_name) for r in records_of(self.steps[binding["step"]]["result"])]
         numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
         if binding.get("descending"):
-            word = "largest" if numeric else "alphabetically last"
-        else:
-            word = "smallest" if numeric else "alphabetically first"
-        return f"the {word} {words(field_name)} among {self.row(binding['step'], many=True)}"
+            return "largest" if numeric else "alphabetically last"
+        return "smallest" if numeric else "alphabetically first"
 
     def _single(self, binding: dict[str, Any] | None) -> bool:
         """Whether a binding names one row an earlier step reached (not the smallest of many)."""
@@ -335,6 +365,9 @@ class GoalPhrases:
         role = p.role if p else "value"
         if (index, name) in self.described:
             column, value = self.described[(index, name)]
+            if p is not None and p.key is not None and p.column != p.key:
+                # a reference told by the row it names: "whose customer is "Ada Lind""
+                return f"{_reference_words(node, name)} is {fmt(value)}"
             return f"{words(column)} is {fmt(value)}"
         column = _column(node, name)
         shown = self._shown(index, name, arguments)
@@ -347,9 +380,12 @@ class GoalPhrases:
         taken from a single earlier row; None otherwise."""
         step = self.steps[index]
         node = self.node(index)
-        if node.action != "get" or len(step["arguments"]) != 1:
+        arguments = [n for n in step["arguments"] if n not in LIMIT_WORDS]
+        if len(arguments) != 1 or _rows(step) != 1:
             return None
-        (name,) = step["arguments"]
+        if node.action not in ("get", "search", "list"):
+            return None
+        (name,) = arguments
         binding = step.get("inputs", {}).get(name)
         p = node.params.get(name)
         if not self._single(binding) or p is None or p.key is None or p.column != p.key:
@@ -391,11 +427,22 @@ class GoalPhrases:
             return self.row(same)
         owner = self._owner(index)
         if owner is not None and (index, next(iter(step["arguments"]))) not in self.described:
+            if owner in self._said:  # said once already: "that country"
+                return f"that {_thing(node)}"
+            self._said.add(owner)
             return owner
         action = node.action
         if node.kind == "write":
             done = {"create": "created", "update": "updated", "delete": "deleted"}.get(action)
             return f"the {_thing(node)} you {done or 'changed'}"
+        serial = self.serial_name(index)
+        if serial is not None and not many:
+            return serial
+        named = [n for n in step["arguments"] if n not in LIMIT_WORDS]
+        if len(named) == 1 and _rows(step) == 1 and not many:
+            picked = self.sorted_pick(index, named[0])
+            if picked is not None:
+                return picked
         # Given values first, values found on the way last: a nested phrase then ends its
         # clause, and "and whose ..." cannot be read as part of it.
         inputs = step.get("inputs", {})
@@ -423,6 +470,58 @@ class GoalPhrases:
             return f"those {_things(node)}" if many else f"that {_thing(node)}"
         self._said.add(text)
         return text
+
+    def many_rows(self, index: int) -> bool:
+        """Whether the phrase of step ``index`` names several rows (not one row found by its
+        key, a row an earlier step reached, or a row a write made)."""
+        if self.node(index).kind == "write" or self._same_row(index) is not None:
+            return False
+        return self._key_lookup(index) is None and self.serial_name(index) is None
+
+    def sorted_pick(self, index: int, name: str, arguments=None) -> str | None:
+        """ "the flower with the largest id among the flowers whose ...": a row picked from
+        rows an earlier step listed, by the value it is then looked up by (said once, not "the
+        flower whose id is the largest id among the flowers ...")."""
+        step = self.steps[index]
+        arguments = step["arguments"] if arguments is None else arguments
+        binding = step.get("inputs", {}).get(name)
+        node = self.node(index)
+        p = node.params.get(name)
+        if (
+            binding is None
+            or not binding.get("sorted_by")
+            or arguments.get(name) != step["arguments"].get(name)
+            or p is None
+            or p.column is None
+            or self.node(binding["step"]).entity != node.entity
+            or binding["field"] != p.column[1]
+        ):
+            return None
+        word = self.pick_word(binding)
+        among = self.row(binding["step"], many=True)
+        return f"the {_thing(node)} with the {word} {words(binding['field'])} among {among}"
+
+    def serial_name(self, index: int, arguments: dict[str, Any] | None = None) -> str | None:
+        """ "penguin #86", "order #W4817420": a row named by its serial id alone, said the way
+        a person refers to it (the walker names a row by its serial only where its table has
+        no name, title, email or code to name it by)."""
+        step = self.steps[index]
+        node = self.node(index)
+        arguments = step["arguments"] if arguments is None else arguments
+        names = [n for n in arguments if n not in LIMIT_WORDS]
+        if len(names) != 1 or not node.entity or (index, names[0]) in self.described:
+            return None
+        (name,) = names
+        p = node.params.get(name)
+        if p is None or p.key is None or p.column != p.key or p.key[0] != node.entity:
+            return None
+        binding = step.get("inputs", {}).get(name)
+        if binding is not None and arguments.get(name) == step["arguments"].get(name):
+            return None  # a value found on the way is said as what it is
+        value = arguments[name]
+        if not is_serial(p.column[1], value):
+            return None
+        return f"{_thing(node)} #{value}"
 
     def _order(self, index: int) -> str:
         """ ", ordered by "elevation_ft" descending": a listing's order, said as an order
@@ -484,7 +583,7 @@ class GoalPhrases:
             ]
             parts += [f"its {_column(node, n)} to {self._shown(index, n, arguments)}" for n in rest]
             return f"set {_join(parts)}"
-        verb = node.name.split("_")[0]
+        verb = words(node.name).split(" ")[0]  # cancel_order, cancelOrder: "cancel"
         parts = [
             f"{_column(node, n)} {self._shown(index, n, arguments)}"
             for n in values
@@ -533,6 +632,13 @@ class GoalPhrases:
                 source = self.node(binding["step"])
                 if source.entity == node.entity and binding["field"] == p.column[1]:
                     return self.row(binding["step"])  # the very row an earlier step reached
+        serial = self.serial_name(index, {n: (arguments or step["arguments"])[n] for n in keys})
+        if serial is not None:
+            return serial
+        if len(keys) == 1:
+            picked = self.sorted_pick(index, keys[0], arguments)
+            if picked is not None:
+                return picked
         conds = [c for n in keys if (c := self.condition(index, n, arguments))]
         return (
             f"the {_thing(node)} whose {' and whose '.join(conds)}"
@@ -540,25 +646,72 @@ class GoalPhrases:
             else (f"the {_thing(node)}")
         )
 
-    def question(self, spec: dict[str, Any]) -> str:
+    def question(self, spec: dict[str, Any], intent: str = LOOKUP) -> str:
+        """What to report, in a sentence form of the task's intent: "How many ...?" for a
+        count, "What are the names of ...?" for the values of several rows, "What is ...?"
+        or "Tell me ..." for one value."""
         index = len(self.steps) - 1
         shape = spec["shape"]
         phrase = self.row(index, many=True if shape == "list" else None)
         field_name = words(spec["field"]) if spec.get("field") else None
+        pick = self.rng.choice
         if shape == "none":
             return ""
         if shape == "scalar":
-            return f"What is {phrase}?"
+            how_many = HOW_MANY.match(phrase)
+            if how_many and intent == AGGREGATION:
+                things, rest = how_many.group(1), how_many.group(2) or ""
+                return f"How many {things}{' are there' if not rest else ''}{rest}?"
+            return pick((f"What is {phrase}?", f"Work out {phrase}."))
         if shape == "value":
-            return f"What is the {field_name} of {phrase}?"
-        if shape == "list" and field_name and phrase.startswith("all "):
-            thing = _thing(self.node(index))
-            return f"List the {field_name} of every {thing} (order does not matter)."
+            return pick(
+                (
+                    f"What is the {field_name} of {phrase}?",
+                    f"Tell me the {field_name} of {phrase}.",
+                    f"I need the {field_name} of {phrase}.",
+                )
+            )
         if shape == "list" and field_name:
-            return f"List the {field_name} of each of {phrase} (order does not matter)."
+            fields = plural_words(field_name) if self.many_rows(index) else field_name
+            if phrase.startswith("all "):
+                return f"List the {fields} of all {phrase[4:]} (order does not matter)."
+            if fields == field_name:  # one row: its value, still answered as a list
+                return f"List the {field_name} of {phrase}."
+            return pick(
+                (
+                    f"List the {fields} of {phrase} (order does not matter).",
+                    f"What are the {fields} of {phrase}? Order does not matter.",
+                )
+            )
         if shape == "list":
-            return f"List {phrase}."
-        return f"Report {phrase} in full, as a JSON object."
+            return pick((f"List {phrase}.", f"Find {phrase}."))
+        return pick(
+            (
+                f"Report {phrase} in full, as a JSON object.",
+                f"Show me {phrase} in full, as a JSON object.",
+            )
+        )
+
+
+# "the number of penguins whose island is ..." -> "How many penguins ... ?"
+HOW_MANY = re.compile(r"^the number of (\w[\w ]*?)( whose .*)?$")
+
+
+def plural_words(name: str) -> str:
+    """ "release date" -> "release dates": a field's words for the values of several rows."""
+    head, _, last = name.rpartition(" ")
+    many = plural(last) if last and last[-1:].isalpha() else last
+    return f"{head} {many}".strip()
+
+
+def is_serial(column: str, value: Any) -> bool:
+    """Whether a key value is a row's serial (``id`` 86, ``order_id`` "W4817420"), said as
+    "#86"; a natural key ("LT", "Dream") is said as a value."""
+    if not is_surrogate_name(column) or isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and 0 < len(value) <= 24 and not re.search(r"\s", value)
 
 
 DIRECTIONS = {
@@ -583,44 +736,70 @@ def _capital(text: str) -> str:
 
 
 def render_goal(
-    steps, nodes: dict[str, ToolNode], answer_spec, described=None, phrases=None
+    steps, nodes: dict[str, ToolNode], answer_spec, described=None, phrases=None, intent=None
 ) -> str:
-    """The goal tier: the writes as goals in order, then the question, no plan, no tools.
+    """The goal tier: the writes as goals in order, then the question, no plan, no tools, in
+    the sentence forms of the task's ``intent`` (see ``tasks.synthesis.intents``).
 
-    Plain writes in a row read as one sentence ("Set ..., then delete ..."); a conditional write
-    is a sentence of its own; a deep chain defines its named rows where they are found, between
-    the writes, so a row found after a write is defined after it.
+    A conditional action is one request ("If ..., ...; otherwise ..."); a workflow is said as
+    its steps ("First ... Next ... Finally ..."); plain writes in a row read as one sentence
+    ("Set ..., then delete ..."). A deep chain defines its named rows where they are found,
+    between the writes, so a row found after a write is defined after it.
     """
     phrases = phrases or GoalPhrases(steps, nodes, described)
+    intent = intent or goal_intent(steps, nodes)
+    workflow = intent == MULTI_STEP_WORKFLOW
     sentences: list[str] = []
     run: list[str] = []
-    wrote = False
+    said = 0  # requests said so far
+
+    def opener() -> str:
+        if workflow:
+            return "First, " if said == 0 else "Next, "
+        return "" if said == 0 else "Then "
 
     def flush() -> None:
-        nonlocal wrote
+        nonlocal said
         if run:
             text = ", then ".join(run)
-            sentences.append(("Then " + text if wrote else _capital(text)) + ".")
-            wrote = True
+            head = opener()
+            sentences.append((head + text if head else _capital(text)) + ".")
+            said += 1
             run.clear()
 
     for index, step in enumerate(steps):
         if nodes[step["tool"]].kind == "write":
-            if step.get("branch"):
+            if step.get("branch") or workflow:
                 flush()
-                text = phrases.conditional(index)
-                sentences.append(("Then " + text if wrote else _capital(text)) + ".")
-                wrote = True
+                text = phrases.conditional(index) if step.get("branch") else phrases.write(index)
+                head = opener()
+                sentences.append((head + text if head else _capital(text)) + ".")
+                said += 1
             else:
                 run.append(phrases.write(index))
         elif index in phrases.labels:
             flush()
             sentences.append(phrases.definition(index))
     flush()
-    question = phrases.question(answer_spec)
+    question = phrases.question(answer_spec, intent)
     if question:
-        sentences.append(("After that: " if wrote else "") + question)
+        if said:
+            lead = "Finally, " if workflow else phrases.rng.choice(AFTER_WRITES)
+            question = lead + (question if lead.endswith(": ") else _lower_first(question))
+        sentences.append(question)
     return " ".join(sentences)
+
+
+AFTER_WRITES = ("After that: ", "Once that is done, ", "Then ")
+
+
+def goal_intent(steps, nodes: dict[str, ToolNode]) -> str:
+    """The intent of a walk (``tasks.synthesis.intents``)."""
+    return walk_intent(
+        (nodes[s["tool"]].kind for s in steps),
+        any(s.get("branch") for s in steps),
+        nodes[steps[-1]["tool"]].action if steps else None,
+    )
 
 
 # --- goal_hard: a condition, a value to discover, an unrelated fact -------------------------
@@ -670,6 +849,38 @@ def _discoverable(steps, nodes, view, answer_field=None) -> list[tuple[int, str,
                 )
                 if searchable:
                     found.append((index, name, column, shown))
+                    break
+    return found
+
+
+def natural_names(steps, nodes, view) -> list[tuple[int, str, str, Any]]:
+    """(step, param, column, value): a serial id a read was given (``customer_id`` 1, its own
+    ``id`` 86) whose row has a unique name, title, email or code a read tool finds rows by.
+    A goal names that row as a person would ("whose customer is "Ada Lind"") and leaves the
+    serial for the agent to find."""
+    found = []
+    searchable = {q.column for n in nodes.values() if n.kind == "read" for q in n.params.values()}
+    for index, step in enumerate(steps):
+        node = nodes[step["tool"]]
+        if node.kind != "read":
+            continue
+        for name, value in step["arguments"].items():
+            p = node.params.get(name)
+            if name in step.get("inputs", {}) or p is None or p.key is None:
+                continue
+            table, column = p.key
+            if table not in view.tables or not is_serial(column, value):
+                continue
+            rows = view.rows(table)
+            row = next((r for r in rows if r.get(column) == value), None)
+            for natural in DISPLAY_FIELDS if row is not None else ():
+                shown = row.get(natural)
+                if natural == column or not isinstance(shown, str) or not 0 < len(shown) <= 60:
+                    continue
+                if (table, natural) in searchable and sum(
+                    1 for r in rows if r.get(natural) == shown
+                ) == 1:
+                    found.append((index, name, natural, shown))
                     break
     return found
 
@@ -760,6 +971,7 @@ class Rendered:
     tier: str
     given: list[str] = field(default_factory=list)
     discovered: list[dict[str, Any]] = field(default_factory=list)
+    intent: str = LOOKUP
 
 
 def compose_instruction(
@@ -770,15 +982,14 @@ def compose_instruction(
         raise ValueError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
     rng = rng or random.Random(0)
     literals = concrete_values(steps)
+    intent = goal_intent(steps, nodes)
     if tier == "explicit":
-        return Rendered(render_instruction(steps, nodes, answer_spec), tier, literals)
-    if tier == "goal" or view is None:
-        return Rendered(render_goal(steps, nodes, answer_spec), tier, literals)
+        text = render_instruction(steps, nodes, answer_spec)
+        return Rendered(text, tier, literals, intent=intent)
     described: dict = {}
     discovered: list[dict[str, Any]] = []
-    options = _discoverable(steps, nodes, view, answer_spec.get("field"))
-    if options:
-        index, name, column, shown = rng.choice(options)
+
+    def describe(index: int, name: str, column: str, shown: Any) -> None:
         described[(index, name)] = (column, shown)
         value = steps[index]["arguments"][name]
         discovered.append(
@@ -789,18 +1000,39 @@ def compose_instruction(
                 "described_by": {column: shown},
             }
         )
-    phrases = GoalPhrases(steps, nodes, described)  # one text: a row said twice is "that"
-    text = render_goal(steps, nodes, answer_spec, described, phrases)
+
+    for index, name, column, shown in natural_names(steps, nodes, view) if view else ():
+        describe(index, name, column, shown)
+    if tier == "goal" or view is None:
+        phrases = GoalPhrases(steps, nodes, described, rng)
+        text = render_goal(steps, nodes, answer_spec, described, phrases, intent)
+        return Rendered(text, tier, _given(literals, discovered), discovered, intent)
+    options = [
+        o
+        for o in _discoverable(steps, nodes, view, answer_spec.get("field"))
+        if (o[0], o[1]) not in described
+    ]
+    if options:
+        describe(*rng.choice(options))
+    phrases = GoalPhrases(steps, nodes, described, rng)  # one text: a row said twice is "that"
+    text = render_goal(steps, nodes, answer_spec, described, phrases, intent)
     extra = [
         _condition(steps, nodes, view, phrases, rng, answer_spec.get("field")),
         _unrelated_fact(steps, nodes, view, rng),
     ]
     text = " ".join([text, *(e for e in extra if e)])
+    return Rendered(text, tier, _given(literals, discovered), discovered, intent)
+
+
+def _given(literals: list[str], discovered: list[dict[str, Any]]) -> list[str]:
+    """The literals a text states: the sampled ones, a described key replaced by what tells
+    its row."""
     given = list(literals)
     for d in discovered:
-        given.remove(d["value"])
+        if d["value"] in given:
+            given.remove(d["value"])
         given.append(next(iter(d["described_by"].values())))
-    return Rendered(text, tier, given, discovered)
+    return given
 
 
 # --- checks and the LLM rewrite -------------------------------------------------------------

@@ -39,7 +39,8 @@ NATURAL_MAX_CHARS = 60  # a longer unique text is prose, not a name
 SUBMIT_TOOLS = ("submit_answer",)
 
 
-def _is_surrogate_name(column: str) -> bool:
+def is_surrogate_name(column: str) -> bool:
+    """``id``, ``track_id``, ``CustomerId``: a column named as a row's serial."""
     lower = column.lower()
     return lower == "id" or lower.endswith("_id") or (column.endswith("Id") and len(column) > 2)
 
@@ -72,7 +73,7 @@ class MeaningFacts:
         not a name a person knows it by."""
         info = self.tables.get(table)
         return bool(
-            info and info.key == column and info.is_numeric(column) and _is_surrogate_name(column)
+            info and info.key == column and info.is_numeric(column) and is_surrogate_name(column)
         )
 
     def key_of(self, column: Column | None) -> Column | None:
@@ -124,7 +125,7 @@ def _natural_identifiers(view: EnvironmentView, info: TableInfo) -> list[str]:
         return []
     found = []
     for column in info.columns:
-        if column == info.key or info.is_numeric(column) or _is_surrogate_name(column):
+        if column == info.key or info.is_numeric(column) or is_surrogate_name(column):
             continue
         values = [r.get(column) for r in rows]
         if not all(isinstance(v, str) and v.strip() for v in values):
@@ -261,11 +262,16 @@ def _literal_rows(facts: MeaningFacts, task: TaskSpec, index: int) -> set[tuple]
 
 
 def surrogate_id_naming(task: TaskSpec, facts: MeaningFacts) -> str | None:
-    """A row named by its surrogate id ("the track whose id is 497") where its table has a
-    natural identifier a person would use (a name, a title, an email, a code)."""
+    """A row named by its surrogate id ("the track whose id is 497", "the orders whose
+    customer id is 1") where its table has a natural identifier a person would use (a name,
+    a title, an email, a code); for a reference to another table's row, one a read tool can
+    find that row by."""
     described = _described(task)
     text = request_text(task)
     flows = _flows(task)
+    searchable = {
+        q.column for n in facts.nodes.values() if n.kind == "read" for q in n.params.values()
+    }
     for index, step in enumerate(task.gold_chain):
         node = facts.nodes.get(step["tool"])
         if node is None or (node.kind == "write" and node.action == "create"):
@@ -274,10 +280,12 @@ def surrogate_id_naming(task: TaskSpec, facts: MeaningFacts) -> str | None:
             p = node.params.get(name)
             if p is None or p.key is None or name in flows[index]:
                 continue
-            if (index, name) in described or p.column != p.key or not _states(text, value):
+            if (index, name) in described or not _states(text, value):
                 continue
             table, column = p.key
             natural = facts.natural.get(table) or []
+            if p.column != p.key:  # a reference: only where the agent can find the row
+                natural = [n for n in natural if (table, n) in searchable]
             if facts.is_surrogate_key(table, column) and natural:
                 return (
                     f"step {index + 1} names a {words_of(singular(table))} by its surrogate "
@@ -511,10 +519,10 @@ def leaked_internal_name(task: TaskSpec, facts: MeaningFacts) -> str | None:
 
 ID_WORDS = {"id", "ids", "key", "keys", "code", "codes", "number", "numbers", "email", "emails"}
 COUNT_QUESTION = re.compile(
-    r"(?:^|: )(how many|what is the number of|count the)\b", re.IGNORECASE
+    r"(?:^|: |, |Then )(how many|what is the number of|count the)\b", re.IGNORECASE
 )  # at the head of the question: "the number of the element" may be a column
 QUESTION_HEAD = re.compile(
-    r"\b(?:List|What (?:is|are)|Report|Give|Find)\s+(?:the\s+|all\s+|every\s+)?"
+    r"\b(?:List|What (?:is|are)|Report|Give|Find|Tell me|I need|Show me|Work out)\s+(?:the\s+|all\s+|every\s+)?"
     r"([a-z0-9 ]+?)(?=\s+(?:of|whose|that|which|with|where|in|for|from|you|among)\b|[.?(,]|$)",
     re.IGNORECASE,
 )

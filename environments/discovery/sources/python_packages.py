@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..naming import singular
 from .base import DatabaseBuilder, SourceError
 
 
@@ -57,13 +58,17 @@ def _vega(name: str) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def _distinct(rows: list[dict], column: str, key: str, source: str, table: str) -> TableData:
-    """A lookup table of a column's distinct real values, with how many rows carry each."""
+def _distinct(
+    rows: list[dict], column: str, key: str, source: str, table: str, counted: str = "row"
+) -> TableData:
+    """A lookup table of a column's distinct real values, with how many rows carry each, in a
+    column named for what it counts (``penguin_count`` of an island, not a ``row_count``)."""
     counts: dict[Any, int] = {}
     for row in rows:
         if row.get(column) not in (None, ""):
             counts[row[column]] = counts.get(row[column], 0) + 1
-    lookup = [{key: value, "row_count": n} for value, n in sorted(counts.items())]
+    name = f"{singular(counted)}_count"
+    lookup = [{key: value, name: n} for value, n in sorted(counts.items())]
     detail = f"derived: distinct values of {column} ({len(lookup)})"
     return TableData(table, lookup, source, detail, primary_key=key, kind="derived")
 
@@ -78,7 +83,9 @@ def _with_lookups(
 ) -> list[TableData]:
     """A lookup table of each ``(column, lookup table, its key)`` in ``lookups``, then the rows'
     own table with its columns linked to them."""
-    derived = [_distinct(rows, column, key, source, name) for column, name, key in lookups]
+    derived = [
+        _distinct(rows, column, key, source, name, counted=table) for column, name, key in lookups
+    ]
     links = {column.lower(): f"{name}.{key}" for column, name, key in lookups}
     return [*derived, TableData(table, rows, source, detail, primary_key, links)]
 
@@ -500,7 +507,7 @@ def mime_types() -> list[TableData]:
     src = _source("python", "mimetypes defaults")
     return [
         TableData("extension", rows, src, "file extension to media type", "extension"),
-        _distinct(rows, "top_level", "name", src, "top_level_type"),
+        _distinct(rows, "top_level", "name", src, "top_level_type", counted="extension"),
     ]
 
 

@@ -1,0 +1,233 @@
+"""Goal instructions phrased as requests: rows named as people name them, sentence forms by
+intent, and write tasks that use a lifecycle's own moves.
+
+Unit checks on hand-made walks (no sandbox), then walks on a retail database built from an SQL
+script whose orders have a status lifecycle (cancel / ship / deliver tools).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from environments.runtime import SandboxPool, load_package
+from tasks.generator_labels import generator_labels
+from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer, is_transition
+from tasks.synthesis.instructions import compose_instruction, is_serial, plural_words
+from tasks.synthesis.intents import (
+    AGGREGATION,
+    CONDITIONAL_ACTION,
+    LOOKUP,
+    MULTI_STEP_WORKFLOW,
+)
+from tasks.synthesis.tool_graph import ParamInfo, ToolNode
+
+
+def _key(name, table, column="id"):
+    return ParamInfo(name, "integer", True, "key", column=(table, column), key=(table, column))
+
+
+def _node(name, kind, action, entity, params):
+    return ToolNode(name, kind, action, entity, None, "", {p.name: p for p in params})
+
+
+NODES = {
+    "get_penguin": _node("get_penguin", "read", "get", "penguins", [_key("id", "penguins")]),
+    "get_island": _node(
+        "get_island", "read", "get", "islands", [_key("island", "islands", "island")]
+    ),
+    "search_penguins": _node(
+        "search_penguins",
+        "read",
+        "search",
+        "penguins",
+        [ParamInfo("island", "string", False, "value", column=("penguins", "island"))],
+    ),
+    "count_penguins": _node(
+        "count_penguins",
+        "read",
+        "count",
+        "penguins",
+        [ParamInfo("island", "string", False, "value", column=("penguins", "island"))],
+    ),
+    "update_island": _node(
+        "update_island",
+        "write",
+        "update",
+        "islands",
+        [
+            _key("island", "islands", "island"),
+            ParamInfo("area", "number", False, "value", column=("islands", "area")),
+        ],
+    ),
+    "delete_penguin": _node(
+        "delete_penguin", "write", "delete", "penguins", [_key("id", "penguins")]
+    ),
+}
+PENGUIN = {"id": 86, "island": "Dream", "species": "Adelie"}
+ISLAND = {"island": "Dream", "area": 12.5}
+
+
+def _get_penguin():
+    return {"tool": "get_penguin", "arguments": {"id": 86}, "inputs": {}, "result": PENGUIN}
+
+
+def _island_of_penguin():
+    return {
+        "tool": "get_island",
+        "arguments": {"island": "Dream"},
+        "inputs": {"island": {"step": 0, "field": "island", "value": "Dream"}},
+        "result": ISLAND,
+    }
+
+
+def _goal(steps, spec, seed=0):
+    return compose_instruction("goal", steps, NODES, spec, rng=random.Random(seed))
+
+
+def test_a_row_known_only_by_its_serial_is_called_what_it_is():
+    rendered = _goal([_get_penguin()], {"shape": "value", "field": "species"})
+    assert "penguin #86" in rendered.text, rendered.text
+    assert "whose id is" not in rendered.text
+    assert rendered.intent == LOOKUP
+    assert is_serial("order_id", "W4817420") and is_serial("id", 86)
+    assert not is_serial("iso", "LT") and not is_serial("order_id", "two words")
+
+
+def test_a_key_taken_from_a_row_found_by_it_is_said_once():
+    """ "the penguins whose island is the island of penguin #86", never "the island of the
+    island of penguin #86"."""
+    steps = [
+        _get_penguin(),
+        _island_of_penguin(),
+        {
+            "tool": "search_penguins",
+            "arguments": {"island": "Dream"},
+            "inputs": {"island": {"step": 1, "field": "island", "value": "Dream"}},
+            "result": [PENGUIN, {"id": 87, "island": "Dream", "species": "Gentoo"}],
+        },
+    ]
+    text = _goal(steps, {"shape": "list", "field": "species"}).text
+    assert "island of the island" not in text, text
+    assert "whose island is the island of penguin #86" in text, text
+    assert "species" in text and text.startswith(("List the species", "What are the species"))
+
+
+def test_a_count_is_asked_as_how_many():
+    steps = [
+        _get_penguin(),
+        {
+            "tool": "count_penguins",
+            "arguments": {"island": "Dream"},
+            "inputs": {"island": {"step": 0, "field": "island", "value": "Dream"}},
+            "result": {"count": 2},
+        },
+    ]
+    rendered = _goal(steps, {"shape": "scalar"})
+    assert rendered.intent == AGGREGATION
+    assert rendered.text.startswith("How many penguins"), rendered.text
+    assert rendered.text.endswith("?")
+
+
+def test_a_workflow_is_said_as_its_steps_and_one_change_as_one_request():
+    change = {
+        "tool": "update_island",
+        "arguments": {"island": "Dream", "area": 14.0},
+        "inputs": {"island": {"step": 1, "field": "island", "value": "Dream"}},
+        "result": {**ISLAND, "area": 14.0},
+    }
+    delete = {
+        "tool": "delete_penguin",
+        "arguments": {"id": 86},
+        "inputs": {"id": {"step": 0, "field": "id", "value": 86}},
+        "result": PENGUIN,
+    }
+    one = _goal([_get_penguin(), _island_of_penguin(), change], {"shape": "none"})
+    assert one.intent == CONDITIONAL_ACTION
+    assert one.text.startswith("Set the area of the island of penguin #86 to 14.0"), one.text
+    both = _goal([_get_penguin(), _island_of_penguin(), change, delete], {"shape": "none"})
+    assert both.intent == MULTI_STEP_WORKFLOW
+    assert both.text.startswith("First, set the area"), both.text
+    assert "Next, delete penguin #86." in both.text, both.text
+
+
+def test_plural_words_of_a_field():
+    assert plural_words("release date") == "release dates"
+    assert plural_words("name") == "names"
+
+
+# --- a database with an order lifecycle --------------------------------------------------
+
+LIFECYCLE_SQL = """
+CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+    email TEXT UNIQUE);
+CREATE TABLE orders (order_id INTEGER PRIMARY KEY,
+    customer_id INTEGER NOT NULL REFERENCES customers(customer_id),
+    status TEXT NOT NULL, created_at DATETIME NOT NULL, total REAL);
+"""
+STATUSES = ["pending", "processing", "shipped", "delivered", "cancelled"]
+
+
+def lifecycle_dump() -> str:
+    names = ["Ada Lind", "Ben Okafor", "Cleo Silva", "Dev Price", "Eve Nowak", "Finn Wei"]
+    lines = [LIFECYCLE_SQL]
+    for i, name in enumerate(names, start=1):
+        email = name.lower().replace(" ", ".") + "@shop.test"
+        lines.append(f"INSERT INTO customers VALUES ({i}, '{name}', '{email}');")
+    for i in range(1, 31):
+        status = STATUSES[i % 5]
+        day = f"2024-03-{1 + i % 27:02d} 10:{i:02d}:00"
+        lines.append(
+            f"INSERT INTO orders VALUES ({i}, {1 + i % 6}, '{status}', '{day}', {10 + i * 3.5});"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(workers=1) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory, pool):
+    from environments.builder.pipeline import run_pipeline
+    from environments.builder.request import BuildRequest
+
+    upload = tmp_path_factory.mktemp("upload")
+    (upload / "shop.sql").write_text(lifecycle_dump())
+    request = BuildRequest.for_upload([str(upload / "shop.sql")], "shop.sql", str(upload))
+    built = run_pipeline(
+        request,
+        root=tmp_path_factory.mktemp("envs"),
+        workdir=tmp_path_factory.mktemp("w"),
+        pool=pool,
+    )
+    assert built.path, built
+    return load_package(built.path)
+
+
+def test_write_tasks_use_the_lifecycle_moves_and_store_their_intent(shop, pool):
+    with GraphTaskSynthesizer(shop, pool, llm=None, tier="goal") as synthesizer:
+        nodes = synthesizer.graph.nodes
+        moves = {n for n, node in nodes.items() if is_transition(node)}
+        assert {"cancel_order", "ship_order"} <= moves, sorted(nodes)
+        tasks = synthesizer.synthesize(6, Difficulty(steps=2, writes=1), seed=5)
+    assert tasks, synthesizer.stats
+    moved = [t for t in tasks if any(s["tool"] in moves for s in t.gold_chain)]
+    assert len(moved) >= len(tasks) // 2, [t.instruction for t in tasks]
+    verbs = re.compile(r"\b(Cancel|Ship|Deliver|Process)\b", re.IGNORECASE)
+    for task in moved:
+        assert verbs.search(task.instruction), task.instruction
+        assert "_" not in re.sub(r'"[^"]*"', "", task.instruction.splitlines()[0])
+    for task in tasks:
+        assert task.metadata["intent"] in (CONDITIONAL_ACTION, MULTI_STEP_WORKFLOW)
+
+    class Stored:  # a Task row's fields as the review counts read them
+        kind = "graph"
+        gold_chain = tasks[0].gold_chain
+        metadata = {"extra": tasks[0].metadata}
+
+    assert generator_labels(Stored()).intent == tasks[0].metadata["intent"]
