@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.synthesis.environment_view import EnvironmentView
-from tasks.synthesis.tool_graph import ToolGraph, ToolNode
+from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolGraph, ToolNode
 
 HELPERS = textwrap.dedent(
     '''
@@ -100,6 +100,9 @@ class ProgramShape:
     parent_detail_param: str | None = None
     parent_numbers: list[str] = field(default_factory=list)  # numeric parent columns
     next_hops: list[ProgramShape] = field(default_factory=list)  # children -> grandchildren
+    # parent value -> the name a person knows that parent by (a serial id's row's title)
+    parent_names: dict[Any, str] = field(default_factory=dict)
+    parent_name_column: str | None = None
 
     def constants(self) -> str:
         return (
@@ -232,6 +235,10 @@ def find_shapes(view: EnvironmentView, graph: ToolGraph) -> list[ProgramShape]:
             )
         )
     for shape in shapes:
+        shape.parent_name_column, shape.parent_names = serial_names(
+            view, nodes, shape.parent_table, shape.parent_column
+        )
+    for shape in shapes:
         shape.next_hops = [
             other
             for other in shapes
@@ -253,3 +260,28 @@ def describe(shape: ProgramShape) -> dict[str, Any]:
         "parent_detail": shape.parent_detail.name if shape.parent_detail else None,
         "next_hops": [s.group.name for s in shape.next_hops],
     }
+
+
+SERIAL = re.compile(r"(^id$|_id$|[a-z]Id$)", re.IGNORECASE)
+
+
+def serial_names(
+    view: EnvironmentView, nodes: dict[str, ToolNode], table: str, column: str
+) -> tuple[str | None, dict[Any, str]]:
+    """(column, value -> name): where ``column`` is a serial id of ``table`` and the table has
+    a unique name, title, email or code that a read tool finds its rows by, each row's name,
+    so a task names "the albums whose title is ..." and not "the albums whose album id is 3".
+    (None, {}) where the serial is all the data has."""
+    info = view.tables.get(table)
+    if info is None or not SERIAL.search(column) or not info.is_numeric(column):
+        return None, {}
+    searchable = {q.column for n in nodes.values() if n.kind == "read" for q in n.params.values()}
+    rows = view.rows(table)
+    for name in DISPLAY_FIELDS:
+        if name not in info.columns or (table, name) not in searchable:
+            continue
+        values = [r.get(name) for r in rows]
+        texts = [v for v in values if isinstance(v, str) and 0 < len(v) <= 60]
+        if len(texts) == len(rows) and len(set(texts)) == len(texts):
+            return name, {r[column]: r[name] for r in rows if r.get(column) is not None}
+    return None, {}

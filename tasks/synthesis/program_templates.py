@@ -21,7 +21,7 @@ import textwrap
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from environments.discovery.naming import words_of
+from environments.discovery.naming import with_article, words_of
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.program_shapes import ProgramShape
 from tasks.synthesis.tool_graph import ParamInfo, plural, singular
@@ -85,7 +85,12 @@ def _names(shape: ProgramShape) -> tuple[str, str, str]:
 
 
 def _which(shape: ProgramShape, parents: list[Any]) -> str:
+    """ "the albums whose title is one of ...": parents by their names where they have
+    them (``ProgramShape.parent_names``), else by the column the program groups on."""
     p, _, column = _names(shape)
+    if shape.parent_names and all(v in shape.parent_names for v in parents):
+        parents = [shape.parent_names[v] for v in parents]
+        column = _words(shape.parent_name_column or column)
     if len(parents) == 1:
         return f"the {p} whose {column} is {json.dumps(parents[0])}"
     return f"the {plural(p)} whose {column} is one of {_listing(parents)}"
@@ -349,11 +354,11 @@ def draft_compare_totals(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     parents, measure = picked
     threshold = _threshold(view, shape.child_table, measure, rng)
     p, c, column = _names(shape)
-    a, b = (json.dumps(v) for v in parents)
+    a, b = (_which(shape, [v]).removeprefix("the ") for v in parents)
     instruction = (
-        f"Of the {p} whose {column} is {a} and the {p} whose {column} is {b}, which has the "
-        f"larger total {_words(measure)} over its {plural(c)} whose {_words(measure)} is above "
-        f"{threshold}? Report its {column} (on a tie, {a})."
+        f"Of the {a} and the {b}, which has the larger total {_words(measure)} over its "
+        f"{plural(c)} whose {_words(measure)} is above {threshold}? Report its {column} (on a "
+        f"tie, the first of the two)."
     )
     code = _head(parents=parents, threshold=threshold, measure=measure) + TOTAL_ABOVE
     solution = code + _code(
@@ -599,7 +604,7 @@ def draft_date_window(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     start, end = sorted(rng.sample(days, 2))
     _, c, _ = _names(shape)
     instruction = (
-        f"How many {plural(c)} of {_which(shape, parents)} have a {_words(date)} on a day from "
+        f"How many {plural(c)} of {_which(shape, parents)} have {with_article(_words(date))} on a day from "
         f"{start} to {end}, both included?"
     )
     window = _head(parents=parents, date=date, start=start, end=end) + child_loop(
