@@ -144,4 +144,3 @@ def words_of(name: str) -> str:
     ContinentCode -> continent code, AreaKm2 -> area km2; acronyms keep their capitals."""
     spaced = split_camel(name.replace("_", " "))
     return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in spaced.split())
-
