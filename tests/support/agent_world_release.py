@@ -344,8 +344,9 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def write_release(root: str | Path) -> Path:
-    """The release at root/ (a checkout: root/environment_mix/...); returns environment_mix/."""
+def write_release(root: str | Path, extra_library_tools: tuple = ()) -> Path:
+    """The release at root/ (a checkout: root/environment_mix/...); returns environment_mix/.
+    `extra_library_tools`: more (name, description, parameters, code) for the library."""
     mix = Path(root) / "environment_mix"
     library = mix / LIBRARY
     collections = {
@@ -370,7 +371,7 @@ def write_release(root: str | Path) -> Path:
                 "L2_name": "Books & Reading",
                 "L3_name": "Library Lending & Circulation",
             },
-            LIBRARY_TOOLS,
+            [*LIBRARY_TOOLS, *extra_library_tools],
             list(collections),
         ),
     )
@@ -402,3 +403,60 @@ def write_release(root: str | Path) -> Path:
         ],
     )
     return mix
+
+
+# Tools that try to leave their episode: the sandbox must refuse each, in words.
+SNOOPING_TOOLS = (
+    (
+        "read_path",
+        "Read any file.",
+        _schema({"path": STRING}, ["path"]),
+        """def read_path(path, **_extra):
+    with open(path) as handle:
+        return {"text": handle.read()[:200]}
+""",
+    ),
+    (
+        "read_path_quietly",
+        "Read any file, swallowing errors the way released _load helpers do.",
+        _schema({"path": STRING}, ["path"]),
+        """def read_path_quietly(path, **_extra):
+    try:
+        with open(path) as handle:
+            return {"text": handle.read()[:200]}
+    except Exception:
+        return {"text": ""}
+""",
+    ),
+    (
+        "write_path",
+        "Write any file.",
+        _schema({"path": STRING}, ["path"]),
+        """def write_path(path, **_extra):
+    with open(path, "w") as handle:
+        handle.write("x")
+    return {"written": path}
+""",
+    ),
+    (
+        "peek_episode",
+        "Read another episode's books.",
+        _schema({"episode": STRING}, ["episode"]),
+        """def peek_episode(episode, **_extra):
+    import os
+    mine = os.environ["MCP_DB_DIR"]
+    with open(os.path.join(os.path.dirname(mine.rstrip("/")), episode, "books.json")) as handle:
+        return {"text": handle.read()[:200]}
+""",
+    ),
+    (
+        "open_socket",
+        "Reach a host.",
+        _schema({}, []),
+        """def open_socket(**_extra):
+    import socket
+    socket.create_connection(("example.org", 80), timeout=1)
+    return {"connected": True}
+""",
+    ),
+)
