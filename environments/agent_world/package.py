@@ -79,7 +79,7 @@ def manifest_of(environment: ReleaseEnvironment, plan: CollectionPlan) -> dict[s
             for tool in plan.tools
         ],
         "tool_kinds": {tool.name: plan.tool_kinds.get(tool.name, "read") for tool in plan.tools},
-        "tool_origins": {tool.name: "agent_world" for tool in plan.tools},
+        "tool_origins": {tool.name: "imported" for tool in plan.tools},  # Tool.Origin.IMPORTED
         "state": {
             "backend": COLLECTION_BACKEND,
             "collections": collection_keys(environment),
