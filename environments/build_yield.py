@@ -29,6 +29,8 @@ LABELS = {
 
 def origin_of(build_yield: dict[str, Any]) -> str:
     ingest = build_yield.get("ingest") or {}
+    if ingest.get("release_env_id"):
+        return "agent_world"
     if "theme_tools" in ingest:
         return f"theme ({ingest.get('source_kind') or 'theme'})"
     if ingest.get("complexified_from"):

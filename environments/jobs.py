@@ -19,6 +19,7 @@ from environments.builder.request import (
     THEME_ORIGINS,
     BuildRequest,
     CategoryPath,
+    Origin,
     builtin_names,
     mcp_target,
 )
@@ -145,6 +146,17 @@ def run_build(
                 workdir=workdir,
                 version=environment.version,
                 llm=llm,
+                progress=ctx.progress,
+                on_stage=record_yield,
+            )
+        elif request.origin == Origin.AGENT_WORLD:
+            from environments.agent_world.pipeline import run_agent_world_pipeline
+
+            outcome = run_agent_world_pipeline(
+                request,
+                root=packages_root(),
+                workdir=workdir,
+                version=environment.version,
                 progress=ctx.progress,
                 on_stage=record_yield,
             )

@@ -22,6 +22,11 @@ from typing import Any
 from environments.python_source import parse_python, python_name
 
 PACKAGE_FILES = ("manifest.json", "state.sqlite", "tools.py", "tool_tests.py", "provenance.json")
+# A package whose state is a folder of JSON collections (manifest "state": {"backend": ...}):
+# collections/<name>.json, and the released code of each tool unmodified in tools/<function>.py.
+COLLECTION_BACKEND = "json_collections"
+COLLECTION_PACKAGE_FILES = ("manifest.json", "provenance.json")
+COLLECTION_PACKAGE_DIRS = ("collections", "tools")
 MANIFEST_KEYS = ("name", "version", "title", "description", "category", "tools", "tool_kinds")
 CATEGORY_LEVELS = ("primary", "secondary", "tertiary")
 TOOL_KINDS = ("read", "write")
@@ -77,12 +82,25 @@ class EnvironmentPackage:
     def tool_kind(self, name: str) -> str:
         return self.manifest["tool_kinds"].get(name, "read")
 
+    @property
+    def state_backend(self) -> str:
+        """ "sqlite" (state.sqlite) or "json_collections" (a folder of JSON collections)."""
+        return (self.manifest.get("state") or {}).get("backend", "sqlite")
+
+    @property
+    def collections_path(self) -> Path:
+        return self.path / "collections"
+
 
 def load_package(path: str | os.PathLike[str]) -> EnvironmentPackage:
     """Read and validate a package directory; raise PackageError naming what is malformed."""
     root = Path(path)
     if not root.is_dir():
         raise PackageError(f"package directory {root} does not exist")
+    if (root / "manifest.json").is_file() and _holds_collections(
+        _read_json(root / "manifest.json")
+    ):
+        return _load_collection_package(root)
     for filename in PACKAGE_FILES:
         if not (root / filename).is_file():
             raise PackageError(f"{root}: missing file {filename}")
@@ -126,6 +144,54 @@ def load_package(path: str | os.PathLike[str]) -> EnvironmentPackage:
         provenance=provenance,
         content_hash=content_hash(root),
         tool_tests=tool_tests,
+    )
+
+
+def _holds_collections(manifest: Any) -> bool:
+    state = manifest.get("state") if isinstance(manifest, dict) else None
+    return isinstance(state, dict) and state.get("backend") == COLLECTION_BACKEND
+
+
+def _load_collection_package(root: Path) -> EnvironmentPackage:
+    """A package of JSON collections: its tools' code is the released code, one file each, and
+    runs only in the sandbox (parsed here, never imported)."""
+    for filename in COLLECTION_PACKAGE_FILES:
+        if not (root / filename).is_file():
+            raise PackageError(f"{root}: missing file {filename}")
+    for folder in COLLECTION_PACKAGE_DIRS:
+        if not (root / folder).is_dir():
+            raise PackageError(f"{root}: missing folder {folder}/")
+    manifest = _read_json(root / "manifest.json")
+    provenance = _read_json(root / "provenance.json")
+    _check_manifest(manifest)
+    names = {t["function"]["name"] for t in manifest["tools"]}
+    for name in manifest["tool_kinds"]:
+        if name not in names:
+            raise PackageError(f"manifest.json: tool_kinds names {name!r}, which is not a tool")
+    sources = []
+    for tool in manifest["tools"]:
+        name = tool["function"]["name"]
+        filename = f"tools/{python_name(name)}.py"
+        if not (root / filename).is_file():
+            raise PackageError(f"{filename}: missing, the code of tool {name!r}")
+        source = _read_text(root / filename)
+        if python_name(name) not in _top_level_functions(source, filename):
+            raise PackageError(f"{filename}: defines no function {python_name(name)}()")
+        sources.append(source.rstrip() + "\n")
+    collections = sorted(p.name for p in (root / "collections").glob("*.json"))
+    if not collections:
+        raise PackageError("collections/: holds no JSON collection")
+    for name in manifest["state"].get("collections") or {}:
+        if f"{name}.json" not in collections:
+            raise PackageError(f"manifest.json: collection {name!r} is not in collections/")
+    _check_provenance(provenance)
+    return EnvironmentPackage(
+        path=root.resolve(),
+        manifest=manifest,
+        tools_source="\n\n".join(sources),  # for reading (the console, the registry)
+        tests_source="",
+        provenance=provenance,
+        content_hash=content_hash(root),
     )
 
 
@@ -223,7 +289,7 @@ def _check_manifest(manifest: Any) -> None:
         raise PackageError("manifest.json: tools must be a non-empty list")
     seen: set[str] = set()
     for index, tool in enumerate(tools):
-        _check_tool_schema(tool, index)
+        check_tool_schema(tool, index)
         tool_name = tool["function"]["name"]
         if tool_name in seen:
             raise PackageError(f"manifest.json: tool {tool_name!r} is declared twice")
@@ -239,7 +305,7 @@ def _check_manifest(manifest: Any) -> None:
         raise PackageError("manifest.json: tables must be an object")
 
 
-def _check_tool_schema(tool: Any, index: int) -> None:
+def check_tool_schema(tool: Any, index: int) -> None:
     where = f"manifest.json: tools[{index}]"
     if not isinstance(tool, dict) or tool.get("type") != "function":
         raise PackageError(f'{where}: must be {{"type": "function", "function": {{...}}}}')

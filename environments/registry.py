@@ -11,7 +11,7 @@ from django.db import transaction
 
 from environments.discovery.code_safety import function_sources
 from environments.models import Category, Environment, Theme, Tool, ToolTest
-from environments.package import EnvironmentPackage, load_package
+from environments.package import COLLECTION_BACKEND, EnvironmentPackage, load_package
 from environments.python_source import python_name
 
 
@@ -26,6 +26,27 @@ def database_size(state_path: Path) -> tuple[int, int]:
         ]
         rows = sum(db.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables)
     return len(tables), rows
+
+
+def collections_size(package: EnvironmentPackage) -> tuple[int, int]:
+    """(collections, rows) of a package of JSON collections: a document counts as one row."""
+    import json
+
+    files = sorted(package.collections_path.glob("*.json"))
+    rows = 0
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        rows += len(data) if isinstance(data, list) else 1
+    return len(files), rows
+
+
+def released_sources(package: EnvironmentPackage) -> dict[str, str]:
+    """Function name -> a released tool's whole source file, as it runs (module-level code
+    and all: some read MCP_DB_DIR there)."""
+    return {
+        path.stem: path.read_text(encoding="utf-8")
+        for path in sorted((package.path / "tools").glob("*.py"))
+    }
 
 
 def category_for(manifest: dict[str, Any]) -> Category | None:
@@ -92,7 +113,10 @@ def record_package(
             )
         return existing
     manifest = package.manifest
-    tables, rows = database_size(package.state_path)
+    if package.state_backend == COLLECTION_BACKEND:
+        tables, rows = collections_size(package)
+    else:
+        tables, rows = database_size(package.state_path)
     environment = Environment.objects.create(
         name=package.name,
         version=package.version,
@@ -111,7 +135,11 @@ def record_package(
         row_count=rows,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    sources = function_sources(package.tools_source)
+    sources = (
+        released_sources(package)
+        if package.state_backend == COLLECTION_BACKEND
+        else function_sources(package.tools_source)
+    )
     test_sources = function_sources(package.tests_source)
     results = tool_results(verification)
     origins = manifest.get("tool_origins", {})

@@ -35,7 +35,14 @@ def test_container_is_locked_down():
     assert mounts["/aw/worker"] == ("/srv/aw/workers/w0-1", "rw")
     assert mounts["/aw/packages"] == ("/srv/aw/packages", "ro")
     assert mounts["/aw/runtime"][1] == "ro"
-    assert config["command"][:4] == ["python", "-I", "-B", "/aw/runtime/sandbox_worker.py"]
+    assert config["command"][:6] == [
+        "python",
+        "-I",
+        "-B",
+        "-X",
+        "utf8",
+        "/aw/runtime/sandbox_worker.py",
+    ]
 
 
 def test_worker_sees_container_paths():

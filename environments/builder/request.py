@@ -32,9 +32,10 @@ class Origin(StrEnum):
     UPLOAD = "upload"  # one uploaded file, stored under AW_STORAGE_ROOT/uploads/<uuid>/
     THEME = "theme"  # a stored theme (Theme row): its tools over a database inferred from it
     MCP = "mcp"  # a live MCP server (stdio command or URL): imported as a theme, then built
+    AGENT_WORLD = "agent_world"  # one environment of a release in the Agent-World format
 
 
-SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD, Origin.THEME, Origin.MCP)
+SUPPORTED_ORIGINS = (Origin.SOURCE, Origin.UPLOAD, Origin.THEME, Origin.MCP, Origin.AGENT_WORLD)
 THEME_ORIGINS = (Origin.THEME, Origin.MCP)
 OPTION_NAMES = ("threshold", "min_tools", "use_llm", "rows", "data_source", "tasks")
 
@@ -154,6 +155,8 @@ class BuildRequest:
     upload_dir: str = ""  # origin=upload: AW_STORAGE_ROOT/uploads/<uuid>/, removed after the build
     theme: int = 0  # origin=theme: the Theme row's id
     mcp: str = ""  # origin=mcp: the server's stdio command line or its http(s) URL
+    release: str = ""  # origin=agent_world: the release folder (a checkout or its environment_mix/)
+    env_id: str = ""  # origin=agent_world: the environment's id in the release
     name: str = ""  # the environment name (a slug); default: the source or the file's stem
     title: str = ""
     description: str = ""
@@ -187,6 +190,29 @@ class BuildRequest:
         return cls.create(origin=Origin.MCP, mcp=server, **fields)
 
     @classmethod
+    def for_agent_world(cls, release: str, env_id: str, **fields: Any) -> BuildRequest:
+        """One environment of a release; refused here when the release or the id is not there
+        (every other malformation is the ingest stage's to name)."""
+        from environments.agent_world.release import (
+            CHECKPOINT_SUFFIX,
+            ReleaseError,
+            check_env_id,
+            mix_directory,
+        )
+
+        try:
+            mix = mix_directory(release)
+            check_env_id(env_id)
+        except ReleaseError as exc:
+            raise BuildRequestError(str(exc)) from exc
+        if not (mix / f"{env_id}{CHECKPOINT_SUFFIX}").is_file() and not (mix / env_id).is_dir():
+            raise BuildRequestError(f"the release at {mix} has no environment {env_id!r}")
+        fields.setdefault("name", default_name(f"aw_{env_id}"))
+        return cls.create(
+            origin=Origin.AGENT_WORLD, release=str(Path(release).resolve()), env_id=env_id, **fields
+        )
+
+    @classmethod
     def create(cls, **fields: Any) -> BuildRequest:
         """A validated request with defaults filled in from the built-in source or the file."""
         try:
@@ -206,6 +232,8 @@ class BuildRequest:
         upload_dir = str(fields.pop("upload_dir", "") or "")
         theme = fields.pop("theme", 0) or 0
         mcp = str(fields.pop("mcp", "") or "").strip()
+        release = str(fields.pop("release", "") or "").strip()
+        env_id = str(fields.pop("env_id", "") or "").strip()
         if fields:
             raise BuildRequestError(f"unknown request fields: {', '.join(sorted(fields))}")
         if origin == Origin.SOURCE:
@@ -216,6 +244,13 @@ class BuildRequest:
             category = category or CategoryPath.parse(spec["category"])
             if files:
                 raise BuildRequestError("a built-in source build takes no files")
+        elif origin == Origin.AGENT_WORLD:
+            if source or files or theme or mcp:
+                raise BuildRequestError("a released environment is its own origin")
+            if not release or not env_id:
+                raise BuildRequestError("an Agent-World build needs the release and the env id")
+            text["name"] = text["name"] or default_name(f"aw_{env_id}")
+            # title and description default to the release's, read by the ingest stage
         elif origin in THEME_ORIGINS:
             if source:
                 raise BuildRequestError("give a theme, an MCP server or a built-in source, not two")
@@ -259,6 +294,8 @@ class BuildRequest:
             upload_dir=upload_dir,
             theme=int(theme) if origin == Origin.THEME else 0,
             mcp=mcp if origin == Origin.MCP else "",
+            release=release if origin == Origin.AGENT_WORLD else "",
+            env_id=env_id if origin == Origin.AGENT_WORLD else "",
             name=text["name"],
             title=text["title"],
             description=text["description"][:2000],
@@ -277,6 +314,8 @@ class BuildRequest:
             "upload_dir": self.upload_dir,
             "theme": self.theme,
             "mcp": self.mcp,
+            "release": self.release,
+            "env_id": self.env_id,
             "name": self.name,
             "title": self.title,
             "description": self.description,
@@ -297,6 +336,8 @@ class BuildRequest:
             upload_dir=data.get("upload_dir", ""),
             theme=int(data.get("theme") or 0),
             mcp=data.get("mcp", ""),
+            release=data.get("release", ""),
+            env_id=data.get("env_id", ""),
             name=data["name"],
             title=data.get("title", ""),
             description=data.get("description", ""),
@@ -319,6 +360,8 @@ class BuildRequest:
             return f"theme:{self.theme}"
         if self.origin == Origin.MCP:
             return f"mcp:{self.mcp}"[:200]
+        if self.origin == Origin.AGENT_WORLD:
+            return f"agent_world:{self.env_id}"
         return f"upload:{self.filename or Path(self.files[0]).name}"
 
     @property
@@ -326,6 +369,8 @@ class BuildRequest:
         """Verified tools the environment needs (the option, else the origin's default)."""
         if self.options.min_tools is not None:
             return self.options.min_tools
+        if self.origin == Origin.AGENT_WORLD:
+            return 1  # a released environment is as its authors made it: some have two tools
         return theme_min_tools() if self.origin in THEME_ORIGINS else 5
 
     def environment_spec(self, version: int | None = None) -> EnvironmentSpec:

@@ -59,6 +59,12 @@ def mcp_request(server: str, **fields: Any) -> BuildRequest:
     return BuildRequest.for_mcp(server, **fields)
 
 
+def agent_world_request(release: str, env_id: str, **fields: Any) -> BuildRequest:
+    """A request to import one environment of an Agent-World release (a checkout or its
+    environment_mix/ folder), refused when the release or the environment is not there."""
+    return BuildRequest.for_agent_world(release, env_id, **fields)
+
+
 def check_may_start_commands(user: Any, command: str | list[str] | None) -> None:
     """Starting an MCP server by command line runs that command on a worker host: admins only.
     Reviewers import or build from an MCP server's http(s) URL instead."""

@@ -83,6 +83,8 @@ class DockerBackend:
                 "python",
                 "-I",
                 "-B",
+                "-X",
+                "utf8",  # open() without an encoding reads and writes UTF-8 (released tools)
                 f"{CONTAINER_RUNTIME}/sandbox_worker.py",
                 json.dumps(worker_config),
             ],

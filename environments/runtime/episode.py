@@ -144,6 +144,11 @@ class Episode:
         rows, see change_tracking.py; equal to state.state_diff)."""
         return self._query("diff")
 
+    def load_problems(self) -> dict[str, str]:
+        """{tool: why its code did not load} in this episode; {} when every tool loaded (always
+        for SQLite packages, whose tools load as one module or not at all)."""
+        return self._query("load_problems")
+
     def reset(self) -> None:
         """Back to the package's initial state, on the same worker."""
         self._check_open()

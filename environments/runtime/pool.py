@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from environments.package import EnvironmentPackage, load_package
+from environments.package import COLLECTION_BACKEND, EnvironmentPackage, load_package
 from environments.runtime.episode import Episode, ProgramResult
 from environments.runtime.sandbox_guard import NOBODY
 from environments.runtime.schema_check import ArgumentChecker
@@ -289,16 +289,25 @@ class SandboxPool:
         return self._spawn_worker(config)
 
     def _stage(self, package: EnvironmentPackage) -> None:
-        """Copy the files a worker needs (tools.py, state.sqlite) to a read-only place."""
+        """Copy the files a worker needs (tools.py, state.sqlite; or the collections/ and
+        tools/ folders of a package of JSON collections) to a read-only place."""
         key = package.content_hash[:16]
         with self._lock:
             if key in self._staged:
                 return
             target = self.root / "packages" / key
             target.mkdir(mode=0o755)
-            for name in ("tools.py", "state.sqlite"):
-                shutil.copyfile(package.path / name, target / name)
-                (target / name).chmod(0o644)
+            if package.state_backend == COLLECTION_BACKEND:
+                for folder in ("collections", "tools"):
+                    (target / folder).mkdir(mode=0o755)
+                    for file in sorted((package.path / folder).iterdir()):
+                        if file.is_file() and not file.is_symlink():
+                            shutil.copyfile(file, target / folder / file.name)
+                            (target / folder / file.name).chmod(0o644)
+            else:
+                for name in ("tools.py", "state.sqlite"):
+                    shutil.copyfile(package.path / name, target / name)
+                    (target / name).chmod(0o644)
             self._staged.add(key)
 
     def _open_on_worker(self, slot: WorkerSlot, episode: Episode) -> None:
@@ -308,9 +317,10 @@ class SandboxPool:
             schemas = {
                 t["function"]["name"]: t["function"]["parameters"] for t in episode.package.tools
             }
-            reply = slot.process.request(
-                {"op": "load", "key": key, "schemas": schemas}, self.program_timeout
-            )
+            request: dict[str, Any] = {"op": "load", "key": key, "schemas": schemas}
+            if episode.package.state_backend == COLLECTION_BACKEND:
+                request["state"] = collection_state(episode.package)
+            reply = slot.process.request(request, self.program_timeout)
             if not reply["ok"]:
                 raise RuntimeError(f"loading {episode.package.name} failed: {reply['error']}")
             slot.packages.add(key)
@@ -357,6 +367,23 @@ class SandboxPool:
                     return
         except (WorkerTimeout, WorkerDied) as exc:
             raise _RebuildFailed(episode, f"worker was replaced and replay failed: {exc}") from exc
+
+
+def collection_state(package: EnvironmentPackage) -> dict[str, Any]:
+    """What a worker needs to host a package of JSON collections: its log collections (left
+    out of state comparison), its frozen clock (seconds) and its seed."""
+    from datetime import UTC, datetime
+
+    state = package.manifest["state"]
+    clock = datetime.fromisoformat(str(state.get("clock") or "1970-01-01").replace("Z", "+00:00"))
+    if clock.tzinfo is None:
+        clock = clock.replace(tzinfo=UTC)
+    return {
+        "backend": COLLECTION_BACKEND,
+        "log_collections": list(state.get("log_collections") or []),
+        "epoch": clock.timestamp(),
+        "seed": str(state.get("seed") or package.content_hash[:16]),
+    }
 
 
 def _readable_by_others(path: str) -> bool:

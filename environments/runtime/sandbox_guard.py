@@ -224,13 +224,25 @@ def patch_socket() -> None:
         setattr(socket, name, refused)
 
 
-def install_audit_hook(read_roots: list[str], write_roots: list[str], violations: list) -> None:
+def install_audit_hook(
+    read_roots: list[str],
+    write_roots: list[str],
+    violations: list,
+    scope: list[str] | None = None,
+    private_roots: list[str] = (),  # type: ignore[assignment]
+) -> None:
     """Refuse dangerous operations for the rest of the worker's life; record each refusal."""
-    sys.addaudithook(make_audit_hook(read_roots, write_roots, violations.append))
+    sys.addaudithook(
+        make_audit_hook(read_roots, write_roots, violations.append, scope, private_roots)
+    )
 
 
 def make_audit_hook(
-    read_roots: list[str], write_roots: list[str], record: Callable[[str], object]
+    read_roots: list[str],
+    write_roots: list[str],
+    record: Callable[[str], object],
+    scope: list[str] | None = None,
+    private_roots: list[str] = (),  # type: ignore[assignment]
 ) -> Callable[[str, tuple], None]:
     """The hook and its helpers keep everything they use in default arguments, not closures.
 
@@ -240,9 +252,16 @@ def make_audit_hook(
     hook refuses. Paths are read as exact str the way C reads them (never through a subclass's
     methods or `__fspath__`, which could answer differently the second time), and the hook never
     runs code that a tool's objects define (it could read the hook's frame from there).
+
+    `scope` is a one-item list the worker sets to an episode directory while that episode's
+    tool code runs (a folder-of-collections episode), "" otherwise: then nothing under the
+    `private_roots` (the worker directory with the other episodes, the package files) is
+    readable or writable outside that directory.
     """
     reads = tuple(_root(r) for r in [*read_roots, *write_roots])
     writes = tuple(_root(r) for r in write_roots)
+    private = tuple(_root(r) for r in private_roots)
+    scope = scope if scope is not None else [""]
 
     def plain(path, _type=type, _sub=issubclass, _str=str, _bytes=bytes, _enc=FS_ENCODING):
         if _sub(_type(path), _str):
@@ -284,6 +303,13 @@ def make_audit_hook(
         _record(message)
         raise _violation(message)
 
+    def outside_scope(path, _scope=scope, _private=private, _under=under):
+        """Whether `path` is in the worker's private files but not the running episode's."""
+        current = _scope[0]
+        if not current or path is None or not _under(path, _private):
+            return False
+        return not _under(path, (current.rstrip("/") + "/",))
+
     def database_allowed(
         database, _plain=plain, _absolute=absolute, _under=under, _reads=reads, _writes=writes
     ):
@@ -320,6 +346,7 @@ def make_audit_hook(
         _is_directory=is_directory,
         _refuse=refuse,
         _database_allowed=database_allowed,
+        _outside_scope=outside_scope,
         _type=type,
         _str=str,
         _int=int,
@@ -344,6 +371,8 @@ def make_audit_hook(
                 _refuse(f"writing {shown!r} is not allowed: only the episode directory is writable")
             if not writing and not _under(target, _reads):
                 _refuse(f"reading {shown!r} is not allowed in the sandbox")
+            if _outside_scope(target):
+                _refuse(f"{shown!r} is outside this episode's files: a tool sees only its own")
             if _is_directory(target) and not _under(target, _writes):
                 # A directory descriptor would let dir_fd= calls resolve names out of sight.
                 _refuse(f"opening the directory {shown!r} is not allowed in the sandbox")
@@ -353,11 +382,13 @@ def make_audit_hook(
             roots = _reads if event in _read_events else _writes
             paths = args[:2] if event in ("os.rename", "os.replace") else args[:1]
             if event in _copy_events:
-                if not _under(_absolute(args[0]), _reads):
+                if not _under(_absolute(args[0]), _reads) or _outside_scope(_absolute(args[0])):
                     _refuse(f"{event}: reading {_plain(args[0])!r} is not allowed in the sandbox")
                 paths = args[1:2]
             where = "in the sandbox" if event in _read_events else "outside the episode directory"
             for path in paths:
+                if _outside_scope(_absolute(path)):
+                    _refuse(f"{event}: outside this episode's files: a tool sees only its own")
                 if not _under(_absolute(path), roots):
                     shown = (
                         _plain(path) if _plain(path) is not None else "<not a str or bytes path>"

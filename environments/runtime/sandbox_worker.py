@@ -3,7 +3,8 @@
 pool.py starts it as `python -I sandbox_worker.py '<config json>'`. It confines itself
 (sandbox_guard), then serves requests from its pipe, one at a time. It hosts many episodes;
 each episode is its own copy of a package's state (an in-memory SQLite backup, or a file copy in
-the episode directory for big databases).
+the episode directory for big databases; for a package of JSON collections, a copy of its files
+in the episode directory, see collection_episode.py).
 
 Wire format (both directions): 4-byte big-endian length, then a UTF-8 JSON object. Replies are
 JSON, never pickle, so a compromised worker cannot run code in the parent.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import contextlib
 import errno
 import io
 import json
@@ -27,13 +29,15 @@ import struct
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import change_tracking  # noqa: E402
+import collection_episode  # noqa: E402
+import determinism  # noqa: E402
 import landlock  # noqa: E402
 import sandbox_guard  # noqa: E402
 
@@ -110,14 +114,16 @@ class HostedEpisode:
 
 
 class Worker:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], scope: list[str] | None = None) -> None:
         self.config = config
         self.directory = config["worker_dir"]
-        self.packages: dict[str, LoadedPackage] = {}
-        self.episodes: dict[str, HostedEpisode] = {}
+        self.packages: dict[str, LoadedPackage | collection_episode.CollectionPackage] = {}
+        self.episodes: dict[str, HostedEpisode | collection_episode.CollectionEpisode] = {}
         self.violations: list[str] = []
         self.deadline = float("inf")
         self.max_output = config["max_output_bytes"]
+        self.scope = scope if scope is not None else [""]  # the audit hook's episode scope
+        self.world = determinism.FrozenWorld()
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -148,6 +154,12 @@ class Worker:
     def op_load(self, request: dict[str, Any]) -> str:
         """Load a package's tools (compiled from its source) and open its initial state."""
         directory = os.path.join(self.config["packages_dir"], request["key"])
+        state = request.get("state") or {}
+        if state.get("backend") == collection_episode.BACKEND:
+            self.packages[request["key"]] = collection_episode.load_package(
+                request["key"], directory, request["schemas"], state
+            )
+            return '{"ok": true}'
         source_path = os.path.join(directory, "tools.py")
         with open(source_path, encoding="utf-8") as handle:
             source = handle.read()
@@ -182,6 +194,12 @@ class Worker:
         package = self.packages[request["package"]]
         episode_id = request["episode"]
         directory = os.path.join(self.directory, "episodes", episode_id)
+        if isinstance(package, collection_episode.CollectionPackage):
+            hosted = collection_episode.start_episode(
+                package, directory, self.collection_scope, self._exec_source
+            )
+            self.episodes[episode_id] = hosted
+            return json.dumps({"ok": True, "load_problems": hosted.load_problems})
         os.makedirs(directory, exist_ok=True)
         if package.in_memory:
             db = sqlite3.connect(":memory:", factory=EpisodeConnection)
@@ -199,7 +217,9 @@ class Worker:
 
     def op_close(self, request: dict[str, Any]) -> str:
         episode = self.episodes.pop(request["episode"], None)
-        if episode is not None:
+        if isinstance(episode, collection_episode.CollectionEpisode):
+            episode.close()
+        elif episode is not None:
             episode.db.close()
             if episode.directory:
                 shutil.rmtree(episode.directory, ignore_errors=True)
@@ -244,6 +264,12 @@ class Worker:
         reply["stdout"] = stdout.getvalue()
         return json.dumps(reply, default=str)
 
+    def op_load_problems(self, request: dict[str, Any]) -> str:
+        """Why tools of the episode did not load ({} for SQLite packages: they load whole)."""
+        episode = self.episodes[request["episode"]]
+        problems = getattr(episode, "load_problems", {})
+        return json.dumps({"ok": True, "result": problems}, ensure_ascii=False)
+
     def op_hash(self, request: dict[str, Any]) -> str:
         """The episode's state hash from the rows its tools touched (change_tracking.py)."""
         episode = self.episodes[request["episode"]]
@@ -259,6 +285,8 @@ class Worker:
 
     def _invoke(self, episode: HostedEpisode, name: str, args: dict[str, Any]) -> str:
         """Call a tool on the episode's db; return its JSON result or raise ToolCallError."""
+        if isinstance(episode, collection_episode.CollectionEpisode):
+            return self._invoke_collection_tool(episode, name, args)
         tool = episode.package.tools.get(name)
         if tool is None:
             raise ToolCallError(f"unknown tool {name!r}", "unknown_tool")
@@ -279,6 +307,48 @@ class Worker:
             if len(self.violations) > violations_before:
                 raise ToolCallError(self.violations[-1], "sandbox_violation") from None
             raise
+
+    def _invoke_collection_tool(
+        self, episode: collection_episode.CollectionEpisode, name: str, args: dict[str, Any]
+    ) -> str:
+        """Call a released tool, unmodified, on the episode's files: only its directory in
+        reach, the clock frozen, randomness seeded; a failed call leaves the files as they were."""
+        if name in episode.load_problems:
+            raise ToolCallError(f"{name}: {episode.load_problems[name]}", "tool_error")
+        tool = episode.tools.get(name)
+        if tool is None:
+            raise ToolCallError(f"unknown tool {name!r}", "unknown_tool")
+        problem = _argument_problem(episode.package.schemas[name], args)
+        if problem:
+            raise ToolCallError(f"{name}: {problem}", "invalid_arguments")
+        violations_before = len(self.violations)
+        saved = episode.snapshot()
+        try:
+            with self.collection_scope(episode.directory, episode.package.epoch, episode.seed()):
+                value = tool(**args)
+            result = self._to_json(value)
+            if len(self.violations) > violations_before:
+                raise sandbox_guard.SandboxViolation(self.violations[-1])
+            episode.calls += 1
+            return result
+        except BaseException:
+            episode.restore(saved)
+            if len(self.violations) > violations_before:
+                raise ToolCallError(self.violations[-1], "sandbox_violation") from None
+            raise
+
+    @contextlib.contextmanager
+    def collection_scope(self, directory: str, epoch: float, seed: str) -> Iterator[None]:
+        """What a released tool's load or call runs in: MCP_DB_DIR names the episode directory,
+        the audit hook opens only that directory of the worker's files, and the clock and
+        randomness are frozen for the environment version (determinism.py)."""
+        _set_environment_variable("MCP_DB_DIR", directory)
+        self.scope[0] = directory
+        try:
+            with self.world.active(epoch, seed):
+                yield
+        finally:
+            self.scope[0] = ""
 
     def _guarded(self, run: Callable[[], str], program: bool = False) -> Outcome:
         """Run and classify what went wrong: (ok, result json or message, error_kind, origin)."""
@@ -400,6 +470,13 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise CallTimeout()
 
 
+def _set_environment_variable(name: str, value: str) -> None:
+    """Set os.environ[name] for code in this process without os.putenv, which the audit hook
+    refuses (tool code must not change the environment; the worker itself sets MCP_DB_DIR)."""
+    environ = os.environ
+    environ._data[environ.encodekey(name)] = environ.encodevalue(value)  # type: ignore[attr-defined]
+
+
 def _rollback(db: sqlite3.Connection) -> None:
     try:
         db.rollback()
@@ -469,7 +546,8 @@ def _origin(exc: BaseException) -> str | None:
     where = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         filename = frame.f_code.co_filename
-        if filename.endswith("tools.py") or filename == "<program>":
+        # tools.py, a released tool's <function>.py, or a program: never a library's frame
+        if filename == "<program>" or (filename.endswith(".py") and not os.path.isabs(filename)):
             where = f"{os.path.basename(filename)}:{lineno} in {frame.f_code.co_name}"
     return where
 
@@ -563,13 +641,16 @@ def main() -> None:
     sandbox_guard.apply_limits(config["memory_mb"], config["file_size_mb"], config["cpu_budget_s"])
     config["landlock_abi"] = restrict_filesystem(config["read_roots"], [config["worker_dir"]])
     signal.signal(signal.SIGALRM, _on_alarm)
-    worker = Worker(config)
+    scope = [""]  # the episode directory while a collection episode's tool code runs
+    worker = Worker(config, scope)
     sandbox_guard.patch_socket()
     sandbox_guard.forget_denied_modules()
     sandbox_guard.install_audit_hook(
         read_roots=config["read_roots"],
         write_roots=[config["worker_dir"]],
         violations=worker.violations,
+        scope=scope,
+        private_roots=[config["packages_dir"], config["worker_dir"]],
     )
     sys.stdout = _BoundedText(0)  # tools' prints go nowhere; programs capture their own
     write_frame(replies, worker.op_ping({}).encode())

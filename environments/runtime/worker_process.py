@@ -45,7 +45,7 @@ class WorkerProcess:
         self.log_path = Path(config["worker_dir"]) / "worker.log"
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(WORKER_SCRIPT), json.dumps(config)],
+                [sys.executable, "-I", "-B", "-X", "utf8", str(WORKER_SCRIPT), json.dumps(config)],
                 pass_fds=(request_read, reply_write),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

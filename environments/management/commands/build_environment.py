@@ -6,11 +6,17 @@ source, a stored theme or a live MCP server (imported as a theme, then built).
     python manage.py build_environment --theme ID [--file DATA] [--min-tools N]
     python manage.py build_environment --mcp "npx -y @modelcontextprotocol/server-memory"
     python manage.py build_environment --mcp http://127.0.0.1:8100/mcp
+    python manage.py build_environment --agent-world PATH [--env ID ...]
 
 The file is copied under AW_STORAGE_ROOT/uploads/<uuid>/ (the build removes the copy, never the
 original) and probed before the job is queued. Without a broker the job runs in this process;
 with one, a Celery worker on the sandbox queue runs it. Progress lines are printed until it
 ends; the exit code is non-zero when the build fails.
+
+`--agent-world` imports environments of a release in the paper's format (PATH: a checkout or
+its environment_mix/): one build job per environment (every one, or those named by --env),
+then a summary of what was published and what was rejected, by stage and reason; the exit code
+is non-zero when none was published.
 """
 
 from __future__ import annotations
@@ -40,6 +46,18 @@ class Command(BaseCommand):
         origin.add_argument(
             "--mcp", help="a live MCP server: its stdio command line (quoted) or its http(s) URL"
         )
+        origin.add_argument(
+            "--agent-world",
+            metavar="PATH",
+            help="an Agent-World release: a checkout or its environment_mix/ folder",
+        )
+        parser.add_argument(
+            "--env",
+            action="append",
+            default=[],
+            metavar="ID",
+            help="--agent-world: an environment id to import (repeat; default: all)",
+        )
         parser.add_argument(
             "--data", default="", help="theme builds: a data file whose rows the theme's tables use"
         )
@@ -65,7 +83,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, source, name, title, description, category, no_wait, timeout,
                theme=None, mcp=None, data="", data_source="", min_tools=None, rows=None,
-               **options):  # fmt: skip
+               agent_world=None, env=(), **options):  # fmt: skip
         build_options = {
             k: v
             for k, v in {"min_tools": min_tools, "rows": rows, "data_source": data_source}.items()
@@ -83,6 +101,10 @@ class Command(BaseCommand):
         }
         if build_options:
             fields["options"] = build_options
+        if agent_world:
+            return self.import_release(agent_world, list(env), fields, no_wait, timeout)
+        if env:
+            raise CommandError("--env names environments of an --agent-world release")
         try:
             if theme is not None or mcp:
                 if data:
@@ -124,6 +146,59 @@ class Command(BaseCommand):
                 f"{environment.table_count} tables, {environment.row_count} rows"
             )
         )
+
+    def import_release(
+        self, release: str, env_ids: list[str], fields: dict, no_wait: bool, timeout: float
+    ) -> None:
+        """One build job per released environment, then what was published and rejected."""
+        from environments.agent_world.release import ReleaseError, environment_ids, mix_directory
+
+        try:
+            env_ids = env_ids or environment_ids(mix_directory(release))
+        except ReleaseError as exc:
+            raise CommandError(str(exc)) from exc
+        if not env_ids:
+            raise CommandError(f"{release}: the release holds no environment")
+        if len(env_ids) > 1 and fields.get("name"):
+            raise CommandError("--name names one environment: give one --env with it")
+        try:
+            requests = [submit.agent_world_request(release, i, **fields) for i in env_ids]
+        except BuildRequestError as exc:
+            raise CommandError(str(exc)) from exc
+        jobs = [(request, submit.queue_build(request)) for request in requests]
+        for request, job in jobs:
+            self.stdout.write(f"job #{job.pk} {job.kind} {request.target} queued")
+        if no_wait:
+            return
+        published, rejected = [], []
+        for request, job in jobs:
+            record = self.follow(job.pk, timeout)
+            if record.state == Job.State.SUCCEEDED:
+                environment = Environment.objects.get(pk=record.result["environment"])
+                published.append(
+                    f"{request.env_id} -> {environment.label}: {environment.tool_count} verified "
+                    f"tools, {environment.table_count} collections, {environment.row_count} rows"
+                )
+            else:
+                rejected.append((request.env_id, self.failure(record)))
+        self.stdout.write(f"published {len(published)} of {len(jobs)}:")
+        for line in published:
+            self.stdout.write(f"  {line}")
+        if rejected:
+            by_stage: dict[str, int] = {}
+            for _env_id, reason in rejected:
+                stage = (
+                    reason.split(" stage failed")[0].split()[-1]
+                    if " stage failed" in reason
+                    else "job"
+                )
+                by_stage[stage] = by_stage.get(stage, 0) + 1
+            counts = ", ".join(f"{n} at {stage}" for stage, n in sorted(by_stage.items()))
+            self.stdout.write(f"rejected {len(rejected)} ({counts}):")
+            for env_id, reason in rejected:
+                self.stdout.write(f"  {env_id}: {reason[:500]}")
+        if not published:
+            raise CommandError(f"no environment of {release} was published")
 
     def follow(self, job_id: int, timeout: float) -> Job:
         last, deadline = "", time.monotonic() + timeout

@@ -1,0 +1,156 @@
+"""`manage.py build_environment --agent-world PATH [--env ID ...]`: released environments go
+through the one build job (origin agent_world), are verified tool by tool in the sandbox, keep
+their taxonomy, and are served by the episode API like any other environment."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from environments.agent_world.pipeline import run_agent_world_pipeline
+from environments.builder.request import BuildRequest, BuildRequestError
+from environments.builder.stages import BuildFailed
+from environments.models import Environment
+from serving.episode_service import episode_service
+from tests.support.agent_world_release import LIBRARY, TIDES, write_release
+
+
+@pytest.fixture
+def storage(settings, tmp_path):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    return settings.STORAGE_ROOT
+
+
+@pytest.fixture
+def release(tmp_path):
+    return write_release(tmp_path / "release")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cli_imports_a_release_and_the_episode_api_serves_it(storage, release, viewer_api):
+    out = StringIO()
+    call_command("build_environment", agent_world=str(release.parent), stdout=out)
+    text = out.getvalue()
+    assert "job #" in text and "agent_world:0100000 queued" in text
+    assert "published 2 of 2:" in text
+    assert "0100000 -> aw_0100000@v1: 6 verified tools, 5 collections, 8 rows" in text
+
+    library = Environment.objects.get(name="aw_0100000")
+    assert (library.status, library.origin) == ("verified", "agent_world")
+    assert library.category.path == (
+        "Entertainment & Media > Movies & TV > Library Lending & Circulation"
+    )
+    release_words = library.manifest["release"]
+    assert release_words["env_id"] == LIBRARY
+    assert release_words["taxonomy"]["L2"] == "Books & Reading"
+    assert library.manifest["state"]["log_collections"] == ["request_logs"]
+    verify = library.build_yield["verify"]
+    assert verify["rejected_by_reason"] == {
+        "code does not parse": 1,
+        "does not load": 1,
+        "needs the network": 1,
+    }
+    reasons = {r["tool"]: r["reason"] for r in verify["rejected_tools"]}
+    assert reasons["convert_fee"].startswith("its code does not load: JSONDecodeError")
+    assert reasons["fetch_cover"].startswith("it needs the network, which the sandbox refuses")
+    kinds = {t.name: (t.kind, t.origin) for t in library.tools.all()}
+    assert kinds == {
+        "list_books": ("read", "imported"),
+        "get_book": ("read", "imported"),
+        "create_loan": ("write", "imported"),
+        "cancel_loan": ("write", "imported"),
+        "update_settings": ("write", "imported"),
+        "add_tag": ("write", "imported"),
+    }
+    assert "DB_DIR = os.environ" in library.tools.get(name="get_book").source  # as released
+    assert Environment.objects.get(name="aw_0200000").category.path.startswith(
+        "Weather & Environment > Weather & Climate"
+    )
+
+    try:
+        created = viewer_api.post("/api/episodes/", {"environment": library.pk}, format="json")
+        assert created.status_code == 201, created.json()
+        key = created.json()["episode"]
+        listed = viewer_api.get(f"/api/episodes/{key}/tools/").json()["tools"]
+        assert "create_loan" in [t["function"]["name"] for t in listed]
+        read = viewer_api.post(
+            f"/api/episodes/{key}/call/",
+            {"tool": "get_book", "arguments": {"book_id": "bk_002"}},
+            format="json",
+        ).json()
+        assert read["result"]["book"]["title"] == "東京物語ノート"
+        assert viewer_api.get(f"/api/episodes/{key}/diff/").json()["diff"] == {}
+        viewer_api.post(
+            f"/api/episodes/{key}/call/",
+            {"tool": "create_loan", "arguments": {"book_id": "bk_002", "member": "Ana"}},
+            format="json",
+        )
+        diff = viewer_api.get(f"/api/episodes/{key}/diff/").json()["diff"]
+        assert sorted(diff) == ["books", "loans"]
+        assert diff["loans"]["added"][0]["created_at"] == library.manifest["state"]["clock"]
+    finally:
+        episode_service().shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_env_of_a_release_and_the_refusals_before_any_job(storage, release):
+    out = StringIO()
+    call_command("build_environment", agent_world=str(release), env=[TIDES], stdout=out)
+    assert "published 1 of 1:" in out.getvalue()
+    assert not Environment.objects.filter(name="aw_0100000").exists()
+    with pytest.raises(CommandError, match="not a plain folder name"):
+        call_command("build_environment", agent_world=str(release), env=["../x"], stdout=out)
+    with pytest.raises(CommandError, match="has no environment '0900000'"):
+        call_command("build_environment", agent_world=str(release), env=["0900000"], stdout=out)
+    with pytest.raises(CommandError, match="not an Agent-World release"):
+        call_command("build_environment", agent_world=str(release / TIDES), stdout=out)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broken_environment_is_rejected_naming_the_stage(storage, release):
+    (release / f"{TIDES}_step4_checkpoint.json").write_text("{not json", "utf-8")
+    shutil.rmtree(release / LIBRARY)  # checkpoint kept, collection folder gone
+    out = StringIO()
+    with pytest.raises(CommandError, match="no environment of .* was published"):
+        call_command("build_environment", agent_world=str(release), stdout=out)
+    text = out.getvalue()
+    assert "rejected 2 (2 at ingest):" in text
+    assert f"collection folder {LIBRARY}/ is missing" in text
+    assert "not JSON (line 1, column 2" in text
+    rejected = Environment.objects.get(name=f"aw_{TIDES}")
+    assert rejected.status == "rejected"
+    assert rejected.failure_reason.startswith(
+        f"ingest stage failed: environment {TIDES}: checkpoint {TIDES}_step4_checkpoint.json"
+    )
+
+
+def test_an_environment_whose_tools_all_fail_is_not_published(tmp_path, release):
+    checkpoint = release / f"{TIDES}_step4_checkpoint.json"
+    data = json.loads(checkpoint.read_text("utf-8"))
+    tool = data["data"]["ToolDesignAgent"]["tool_schemas"][0]
+    tool["implementation"] = tool["implementation"].replace("tides.json", "../../etc/hosts")
+    checkpoint.write_text(json.dumps(data), "utf-8")
+    request = BuildRequest.for_agent_world(str(release), TIDES)
+    with pytest.raises(BuildFailed) as failed:
+        run_agent_world_pipeline(request, root=tmp_path / "out", workdir=tmp_path / "work")
+    assert failed.value.stage == "verify"
+    assert "get_tides: every call failed on real rows:" in failed.value.reason
+    assert not (tmp_path / "out" / "aw_0200000").exists()
+
+
+def test_the_request_names_the_release_and_the_environment(release):
+    request = BuildRequest.for_agent_world(str(release.parent), LIBRARY)
+    again = BuildRequest.from_dict(request.as_dict())
+    assert (again.origin, again.release, again.env_id) == ("agent_world", request.release, LIBRARY)
+    assert (request.name, request.target, request.min_tools) == (
+        "aw_0100000",
+        "agent_world:0100000",
+        1,
+    )
+    with pytest.raises(BuildRequestError, match="its own origin"):
+        BuildRequest.create(origin="agent_world", release="x", env_id="1", source="wheat")

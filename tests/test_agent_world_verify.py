@@ -1,0 +1,143 @@
+"""The verifier of released tools is itself tested: the release's good tools pass, and each
+deliberately wrong implementation is rejected with its reason (a read that writes, writes that
+do not persist, only errors, a nondeterministic result, no network, code that does not load);
+a log collection is found, a collection only one tool appends to is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from environments.agent_world.package import CollectionPlan, write_collection_package
+from environments.agent_world.release import read_environment
+from environments.agent_world.verify import candidate_arguments, verify_release_tools
+from environments.runtime import SandboxPool
+from tests.support.agent_world_release import LIBRARY, STRING, _schema, write_release
+
+WRONG_TOOLS = (
+    (
+        "get_shelf",
+        "Named as a read, it takes a copy off the shelf.",
+        _schema({"book_id": STRING}, ["book_id"]),
+        """def get_shelf(book_id, **_extra):
+    import json, os
+    path = os.path.join(os.environ["MCP_DB_DIR"], "books.json")
+    with open(path) as handle:
+        books = json.load(handle)
+    for book in books:
+        if book["id"] == book_id:
+            book["copies"] = book["copies"] + 1
+    with open(path, "w") as handle:
+        json.dump(books, handle)
+    return {"books": books}
+""",
+    ),
+    (
+        "update_greeting",
+        "Says it updates the greeting; writes nothing.",
+        _schema({"greeting": STRING}, ["greeting"]),
+        """def update_greeting(greeting, **_extra):
+    return {"greeting": greeting}
+""",
+    ),
+    (
+        "search_archive",
+        "Answers every call with an error.",
+        _schema({"query": STRING}, ["query"]),
+        """def search_archive(query, **_extra):
+    return {"error": {"code": "UNAVAILABLE", "message": "the archive is closed"}}
+""",
+    ),
+    (
+        "count_visits",
+        "Counts across episodes through interpreter-wide state.",
+        _schema({}, []),
+        """def count_visits(**_extra):
+    import builtins
+    builtins.aw_visits = getattr(builtins, "aw_visits", 0) + 1
+    return {"visits": builtins.aw_visits}
+""",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def verification(tmp_path_factory):
+    root = tmp_path_factory.mktemp("verify")
+    mix = write_release(root / "release", extra_library_tools=WRONG_TOOLS)
+    environment = read_environment(mix, LIBRARY)
+    category = {
+        "primary": "Reference & Standards",
+        "secondary": "Encyclopedic Data",
+        "tertiary": "",
+    }
+    plan = CollectionPlan(
+        "lantern", 1, "L", "", category, environment.tools, {}, (), "2026-01-01T00:00:00Z", ""
+    )
+    path = write_collection_package(root / "candidate", environment, plan)
+    with SandboxPool(workers=1) as pool:
+        return verify_release_tools(environment, path, pool)
+
+
+def reasons(verification):
+    return {v.name: (v.reason_kind, v.reason) for v in verification.verdicts if not v.verified}
+
+
+def test_the_good_tools_pass_with_their_kinds(verification):
+    kinds = {v.name: v.kind for v in verification.verdicts if v.verified}
+    assert kinds == {
+        "list_books": "read",
+        "get_book": "read",
+        "create_loan": "write",
+        "cancel_loan": "write",
+        "update_settings": "write",
+        "add_tag": "write",
+    }
+
+
+def test_each_wrong_implementation_is_rejected_with_its_reason(verification):
+    found = reasons(verification)
+    assert found["get_shelf"] == (
+        "a read that writes",
+        "its name says it reads, yet it changed books",
+    )
+    assert found["update_greeting"][0] == "writes do not persist"
+    assert found["search_archive"] == (
+        "answers only errors",
+        "it answered every call on real rows with an error: the archive is closed",
+    )
+    assert found["count_visits"][0] == "nondeterministic"
+    assert found["fetch_cover"][0] == "needs the network"
+    assert found["convert_fee"][0] == "does not load"
+    assert found["renew_loan"][0] == "code does not parse"
+    assert verification.rejected_by_reason() == {
+        "a read that writes": 1,
+        "answers only errors": 1,
+        "code does not parse": 1,
+        "does not load": 1,
+        "needs the network": 1,
+        "nondeterministic": 1,
+        "writes do not persist": 1,
+    }
+
+
+def test_the_log_collection_is_found_and_an_owned_collection_is_not(verification):
+    assert verification.log_collections == ["request_logs"]  # tags: only add_tag appends
+
+
+def test_arguments_come_from_question_chains_then_real_rows(tmp_path):
+    environment = read_environment(write_release(tmp_path), LIBRARY)
+    tools = {t.name: t for t in environment.tools}
+    assert candidate_arguments(tools["get_book"], environment) == [
+        {"book_id": "bk_001"},  # the questions' chains
+        {"book_id": "bk_002"},
+        {"book_id": "bk_003"},  # the ids of books
+    ]
+    assert candidate_arguments(tools["create_loan"], environment)[0] == {
+        "book_id": "bk_001",
+        "member": "Zoë",
+    }
+    assert candidate_arguments(tools["update_settings"], environment) == [
+        {"max_loans_per_member": 3},
+        {"max_loans_per_member": 4},  # nearby values, so a write has something to change
+        {"max_loans_per_member": 5},
+    ]
