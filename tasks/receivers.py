@@ -30,3 +30,21 @@ def queue_goal_tasks(sender: Any, environment: Any, options: Any, **kwargs: Any)
             target=target,
         )
     return job.pk
+
+
+def import_released_questions(
+    sender: Any, environment: Any, options: Any, **kwargs: Any
+) -> dict[str, Any] | None:
+    """An environment imported from an Agent-World release gets the release's questions as
+    held-out tasks, those whose chains reproduce their reference answers (released_questions);
+    what was imported and kept out, by reason, is kept on its build yield (`questions`)."""
+    from environments.models import Environment
+    from tasks.released_questions import import_released_questions as run_import
+
+    if not (environment.manifest or {}).get("release"):
+        return None
+    outcome = run_import(environment).as_dict()
+    build_yield = dict(environment.build_yield or {}, questions=outcome)
+    Environment.objects.filter(pk=environment.pk).update(build_yield=build_yield)
+    environment.build_yield = build_yield
+    return outcome

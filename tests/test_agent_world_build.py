@@ -16,6 +16,8 @@ from environments.builder.request import BuildRequest, BuildRequestError
 from environments.builder.stages import BuildFailed
 from environments.models import Environment
 from serving.episode_service import episode_service
+from tasks.models import Task
+from tasks.released_questions import same_answer
 from tests.support.agent_world_release import LIBRARY, TIDES, write_release
 
 
@@ -38,7 +40,10 @@ def test_the_cli_imports_a_release_and_the_episode_api_serves_it(storage, releas
     text = out.getvalue()
     assert "job #" in text and "agent_world:0100000 queued" in text
     assert "published 2 of 2:" in text
-    assert "0100000 -> aw_0100000@v1: 6 verified tools, 5 collections, 8 rows" in text
+    assert (
+        "0100000 -> aw_0100000@v1: 6 verified tools, 5 collections, 8 rows; 1 of 2 questions "
+        "imported as held-out tasks (kept out: 1 does not reproduce)"
+    ) in text
 
     library = Environment.objects.get(name="aw_0100000")
     assert (library.status, library.origin) == ("verified", "agent_world")
@@ -154,3 +159,54 @@ def test_the_request_names_the_release_and_the_environment(release):
     )
     with pytest.raises(BuildRequestError, match="its own origin"):
         BuildRequest.create(origin="agent_world", release="x", env_id="1", source="wheat")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_released_questions_become_held_out_tasks_the_reward_scores(storage, release, reviewer_api):
+    viewer_api = reviewer_api  # a viewer is not shown the reward of a held-out task
+    call_command("build_environment", agent_world=str(release), env=[LIBRARY], stdout=StringIO())
+    library = Environment.objects.get(name="aw_0100000")
+    (task,) = Task.objects.filter(environment=library)
+    assert (task.split, task.kind) == ("heldout", "graph")
+    assert task.instruction.startswith("Which novel do we hold")
+    assert [s["tool"] for s in task.gold_chain] == ["list_books", "get_book"]
+    assert task.reference_answer["book"]["title"] == "Cien años de soledad"
+    assert task.answer_contract["kind"] == "object"
+    assert task.metadata["extra"]["success_criteria"] == [
+        "names Cien años de soledad",
+        "says 2 copies",
+    ]
+    questions = library.build_yield["questions"]
+    assert (questions["questions"], questions["imported"]) == (2, 1)
+    (kept_out,) = questions["kept_out"]
+    assert kept_out["reason"].endswith('book.title: "Late Spring" released, "東京物語ノート" here')
+
+    try:
+        gold = viewer_api.post("/api/episodes/", {"task": task.pk}, format="json").json()
+        answer = None
+        for step in task.gold_chain:
+            body = {"tool": step["tool"], "arguments": step["arguments"]}
+            answer = viewer_api.post(
+                f"/api/episodes/{gold['episode']}/call/", body, format="json"
+            ).json()["result"]
+        finished = viewer_api.post(
+            f"/api/episodes/{gold['episode']}/finish/", {"answer": answer}, format="json"
+        ).json()["reward"]
+        assert finished["success"] is True and finished["total"] > 0.9, finished
+        idle = viewer_api.post("/api/episodes/", {"task": task.pk}, format="json").json()
+        nothing = viewer_api.post(
+            f"/api/episodes/{idle['episode']}/finish/", {"answer": None}, format="json"
+        ).json()["reward"]
+        assert (nothing["success"], nothing["total"]) == (False, 0.0), nothing
+    finally:
+        episode_service().shutdown()
+
+
+def test_volatile_fields_aside_answers_must_match():
+    released = {"loan": {"id": "ln_4f9a0c11d2", "at": "2025-11-02T08:00:00Z", "latency_ms": 41}}
+    replayed = {"loan": {"id": "ln_0e4c6794e3", "at": "2026-03-01T12:00:00Z", "latency_ms": 0}}
+    assert same_answer(released, replayed)
+    assert not same_answer(released, dict(replayed, extra=1))
+    assert not same_answer({"title": "Late Spring"}, {"title": "東京物語ノート"})
+    assert not same_answer({"copies": 2}, {"copies": 1})
+    assert not same_answer({"member": "ab12cd34ef"}, {"member": "0e4c6794e3"})  # not an id key

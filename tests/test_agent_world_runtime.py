@@ -167,3 +167,15 @@ def test_open_without_an_encoding_reads_and_writes_utf8(pool, package):
         assert book["author"] == "Gabriel García Márquez"
         (loan,) = episode.state_diff()["loans"]["added"]
         assert loan["member"] == "Zoë Ñúñez"
+
+
+def test_a_replaced_worker_replays_the_episode_to_the_same_state(pool, package):
+    with pool.start_episode(package) as episode:
+        lent = episode.call_tool("create_loan", {"book_id": "bk_001", "member": "Ana"}).result
+        before = episode.state_hash()
+        pid = pool.stats()["worker_pids"][0]
+        ran = episode.run_program("def solve(call):\n    return 1\n", recycle=True)
+        assert ran.ok and pool.stats()["worker_pids"][0] != pid  # a fresh worker, replayed
+        assert episode.state_hash() == before
+        (loan,) = episode.state_diff()["loans"]["added"]
+        assert loan == lent["loan"]  # the same seeded id and frozen stamp on the new worker

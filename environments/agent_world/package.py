@@ -2,7 +2,8 @@
 
 Layout (environments.package reads it back): manifest.json, provenance.json, README.md (the
 release's schema and business rules), collections/<name>.json (the release's files, byte for
-byte) and tools/<function>.py (each released implementation, unmodified). The manifest's
+byte), tools/<function>.py (each released implementation, unmodified) and questions.json (the
+release's questions for the environment, as released, when it has any). The manifest's
 `state` says how episodes run it: the backend, each collection's kind and key, the log
 collections left out of state comparison, the frozen clock and the seed of the version.
 """
@@ -22,6 +23,8 @@ from environments.package import COLLECTION_BACKEND, PackageError, load_package
 from environments.runtime import json_state
 
 from .release import ReleaseEnvironment, ReleaseTool
+
+QUESTIONS_FILE = "questions.json"  # the release's questions/<env_id>.json, as released
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ def write_collection_package(
                 environment.directory / collection.filename,
                 staging / "collections" / collection.filename,
             )
+        if environment.questions_path is not None:  # the release's questions, for the tasks app
+            shutil.copyfile(environment.questions_path, staging / QUESTIONS_FILE)
         (staging / "tools").mkdir()
         for tool in plan.tools:
             (staging / "tools" / f"{tool.function}.py").write_text(tool.source, encoding="utf-8")

@@ -133,6 +133,7 @@ class ReleaseEnvironment:
     notes: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     directory: Path = Path()
+    questions_path: Path | None = None  # questions/<env_id>.json, when the release has one
 
     @property
     def row_count(self) -> int:
@@ -238,6 +239,7 @@ def read_environment(mix: str | Path, env_id: str) -> ReleaseEnvironment:
         notes=tuple(notes),
         metadata={k: v for k, v in metadata.items() if k != "taxonomy"},
         directory=folder,
+        questions_path=mix / QUESTIONS_FOLDER / f"{env_id}.json" if questions or problems else None,
     )
 
 
@@ -251,15 +253,20 @@ def read_questions(mix: Path, env_id: str) -> tuple[list[ReleaseQuestion], list[
         data = _read_json(path, f"questions/{path.name}")
     except ReleaseError as exc:
         return [], [str(exc)]
+    return parse_questions(data, f"questions/{path.name}")
+
+
+def parse_questions(data: Any, where: str) -> tuple[list[ReleaseQuestion], list[str]]:
+    """Questions from a questions file's JSON ({"tasks": [...]}), and why any was left out."""
     tasks = data.get("tasks") if isinstance(data, dict) else data
     if not isinstance(tasks, list):
-        return [], [f"questions/{path.name}: no list of tasks"]
+        return [], [f"{where}: no list of tasks"]
     questions, problems = [], []
     for index, item in enumerate(tasks):
         try:
             questions.append(_question(item))
         except ValueError as exc:
-            problems.append(f"questions/{path.name} task {index}: {exc}")
+            problems.append(f"{where} task {index}: {exc}")
     return questions, problems
 
 

@@ -175,10 +175,21 @@ class Command(BaseCommand):
             record = self.follow(job.pk, timeout)
             if record.state == Job.State.SUCCEEDED:
                 environment = Environment.objects.get(pk=record.result["environment"])
-                published.append(
+                questions = (environment.build_yield or {}).get("questions") or {}
+                line = (
                     f"{request.env_id} -> {environment.label}: {environment.tool_count} verified "
                     f"tools, {environment.table_count} collections, {environment.row_count} rows"
                 )
+                if questions.get("questions"):
+                    kept_out = ", ".join(
+                        f"{n} {k}" for k, n in questions["kept_out_by_reason"].items()
+                    )
+                    line += (
+                        f"; {questions['imported']} of {questions['questions']} questions "
+                        f"imported as held-out tasks"
+                        + (f" (kept out: {kept_out})" if kept_out else "")
+                    )
+                published.append(line)
             else:
                 rejected.append((request.env_id, self.failure(record)))
         self.stdout.write(f"published {len(published)} of {len(jobs)}:")
