@@ -413,6 +413,97 @@ def test_evidence_is_weighed_and_plain_scripts_stay_sqlite():
     assert sql_dialect(mysql) == "mysql"  # one `::` in a string loses to ENGINE and AUTO_INCREMENT
 
 
+# A sample script in plain standard SQL (INT, VARCHAR, NUMERIC, TIMESTAMP, N'' literals) whose
+# only server sign is that it adds its foreign keys after the tables, as SQLite cannot.
+STANDARD_SCRIPT = """
+/*****************************************************************
+   Shelf Database - a sample for a server
+******************************************************************/
+
+/*****************************************************************
+   Create Tables
+******************************************************************/
+CREATE TABLE shelf
+(
+    shelf_id INT NOT NULL,
+    label VARCHAR(40) NOT NULL,
+    CONSTRAINT shelf_pkey PRIMARY KEY  (shelf_id)
+);
+
+CREATE TABLE book
+(
+    book_id INT NOT NULL,
+    title VARCHAR(120) NOT NULL,
+    shelf_id INT NOT NULL,
+    price NUMERIC(6,2),
+    added_at TIMESTAMP,
+    CONSTRAINT book_pkey PRIMARY KEY  (book_id)
+);
+
+/*****************************************************************
+   Create Foreign Keys
+******************************************************************/
+ALTER TABLE book ADD CONSTRAINT book_shelf_id_fkey
+    FOREIGN KEY (shelf_id) REFERENCES shelf (shelf_id) ON DELETE NO ACTION ON UPDATE NO ACTION;
+
+CREATE INDEX book_shelf_id_idx ON book (shelf_id);
+
+INSERT INTO shelf (shelf_id, label) VALUES (1, N'Poetry');
+INSERT INTO shelf (shelf_id, label) VALUES (2, N'Maps');
+INSERT INTO book (book_id, title, shelf_id, price, added_at) VALUES (1, N'Odes', 1, 9.5, '2021-03-04 00:00:00');
+INSERT INTO book (book_id, title, shelf_id, price, added_at) VALUES (2, N'Atlas', 2, 30, '2022-01-02 00:00:00');
+"""
+
+
+def test_a_standard_sql_script_that_adds_its_keys_later_is_read_as_a_server_script(tmp_path):
+    assert sql_dialect(STANDARD_SCRIPT) == "postgres"
+    conn = sqlite3.connect(build_file(tmp_path, write(tmp_path, "shelf.sql", STANDARD_SCRIPT)))
+    assert foreign_keys(conn) == {"book.shelf_id -> shelf.shelf_id"}
+    assert conn.execute("SELECT label FROM shelf ORDER BY shelf_id").fetchall() == [
+        ("Poetry",),
+        ("Maps",),
+    ]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "ALTER TABLE t ADD CONSTRAINT t_pk PRIMARY KEY (id);",
+        "ALTER TABLE t ADD FOREIGN KEY (id) REFERENCES u (id);",
+        "ALTER TABLE t ALTER COLUMN name SET NOT NULL;",
+        "ALTER TABLE t DROP CONSTRAINT t_pk;",
+        "CREATE SEQUENCE t_id_seq;",
+        "COMMENT ON TABLE t IS 'towns';",
+        "GRANT SELECT ON t TO reader;",
+    ],
+)
+def test_a_statement_sqlite_cannot_run_counts_against_sqlite(statement):
+    assert sql_dialect(TABLE + statement) == "postgres"
+    assert sql_dialect("CREATE TABLE `t` (`id` INT, `name` TEXT);\n" + statement) == "mysql"
+    # a SQLite dump's own signs still hold it: a tie goes to SQLite
+    assert sql_dialect("PRAGMA foreign_keys=OFF;\n" + TABLE + statement) == "sqlite"
+
+
+def test_a_sqlite_script_error_names_the_statement_line_and_the_file_once(tmp_path):
+    script = (
+        "/* towns\n   v1 */\n\n" + TABLE + "\n/*\n   more rows\n*/\n-- one more\n"
+        "INSERT INTO t VALUES (1, 'a', 'b', 'c');\n"
+    )
+    path = write(tmp_path, "towns.sql", script)
+    line = script.splitlines().index("INSERT INTO t VALUES (1, 'a', 'b', 'c');") + 1
+    with pytest.raises(SourceError, match=rf"^towns\.sql: line {line}: table t has 2 columns"):
+        build_file(tmp_path, path)
+
+
+@pytest.mark.django_db
+def test_an_upload_refusal_names_the_file_once(reviewer_api, storage):
+    script = TABLE + "INSERT INTO t VALUES (1, 'a', 'b');\n"
+    response = upload(reviewer_api, "towns.sql", script.encode(), "refused")
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"].startswith("towns.sql: line 2: ")
+    assert "towns.sql: towns.sql" not in response.json()["error"]
+
+
 def test_a_script_without_the_sql_suffix_is_sql_when_it_opens_with_a_comment(tmp_path):
     path = write(tmp_path, "schema", "/* shop\n   schema */\nCREATE TABLE t (id INT);\n")
     assert detect_format(path) == "sql"

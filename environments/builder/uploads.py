@@ -142,9 +142,18 @@ def probe_upload(path: Path, filename: str | None = None) -> ProbeResult:
     try:
         probe = sources.probe_file(path, max_bytes=max_upload_bytes())
     except sources.SourceError as exc:
-        raise BuildRequestError(f"{name}: {exc}") from exc
+        raise BuildRequestError(_named(name, path, str(exc))) from exc
     except Exception as exc:  # a parser bug must not become a 500
         raise BuildRequestError(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from exc
     if not probe.tables or not probe.records:
         raise BuildRequestError(f"{name}: the file parses to no rows")
     return ProbeResult(probe.format, probe.tables, probe.records, probe.detail)
+
+
+def _named(name: str, path: Path, message: str) -> str:
+    """`message` led by the upload's name once: source readers already lead with the stored
+    file's name, which is the upload's own or a stored alias of it."""
+    for lead in (f"{name}: ", f"{path.name}: "):
+        if message.startswith(lead):
+            return f"{name}: {message[len(lead) :]}"
+    return f"{name}: {message}"

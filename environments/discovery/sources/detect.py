@@ -81,6 +81,19 @@ _SQLITE_SIGNS = [
     (r"\bWITHOUT\s+ROWID\b", 4),
     (r"^BEGIN\s+TRANSACTION\s*;", 2),
 ]
+# Statements SQLite cannot run at all: evidence against the SQLite path however plain the rest
+# of the script is (INT, VARCHAR, NUMERIC and TIMESTAMP columns are read by every dialect). A
+# server script that adds its keys after the tables (`ALTER TABLE t ADD CONSTRAINT ... FOREIGN
+# KEY ... REFERENCES`) is the common case; with no sign of either server, the PostgreSQL reader,
+# the closest to standard SQL, reads it. N'...' literals are not weighed: SQLite sample scripts
+# carry them too and the SQLite path reads them as plain strings.
+_NOT_SQLITE_SIGNS = [
+    (r"\bALTER\s+TABLE\s+\S+\s+ADD\s+(?:CONSTRAINT|PRIMARY\s+KEY|FOREIGN\s+KEY|UNIQUE|CHECK)\b", 5),
+    (r"\bALTER\s+TABLE\s+\S+\s+(?:ALTER|MODIFY|CHANGE)\s+(?:COLUMN\s+)?\S+", 5),
+    (r"\bALTER\s+TABLE\s+\S+\s+DROP\s+(?:CONSTRAINT|PRIMARY\s+KEY|FOREIGN\s+KEY)\b", 5),
+    (r"^\s*CREATE\s+(?:SEQUENCE|SCHEMA|DOMAIN|EXTENSION|FUNCTION|PROCEDURE)\b", 5),
+    (r"^\s*(?:COMMENT\s+ON|GRANT|REVOKE)\s", 5),
+]
 _BACKTICK = re.compile(r"`\w+`")
 _COMMENTS = re.compile(r"/\*(?!!).*?\*/|^\s*--[^\n]*", re.DOTALL | re.MULTILINE)
 
@@ -97,7 +110,10 @@ def sql_dialect(text: str) -> str:
     TIMESTAMPTZ, BYTEA, CREATE DATABASE ... ENCODING, CREATE TYPE ... AS ENUM, "quoted" tables)
     and of MySQL (backticks, AUTO_INCREMENT, ENGINE=, USE db, UNSIGNED, ENUM(...) columns,
     CHARSET) found in `text` adds its weight; the heavier side wins, and a script with no sign
-    at all, or as much sign of SQLite (PRAGMA, AUTOINCREMENT, WITHOUT ROWID), is SQLite. N'...' literals are common to both and decide nothing."""
+    at all, or as much sign of SQLite (PRAGMA, AUTOINCREMENT, WITHOUT ROWID), is SQLite. A
+    statement SQLite cannot run (ALTER TABLE ... ADD CONSTRAINT, CREATE SEQUENCE, COMMENT ON,
+    GRANT ...) counts against SQLite; such a script with no sign of either server is read as
+    PostgreSQL. N'...' literals are common to all three and decide nothing."""
     if re.search(r"^--\s*PostgreSQL database dump", text, re.MULTILINE | re.IGNORECASE):
         return "postgres"
     if re.search(r"^--\s*(?:MySQL|MariaDB) dump", text, re.MULTILINE | re.IGNORECASE):
@@ -106,8 +122,11 @@ def sql_dialect(text: str) -> str:
     postgres = _weigh(_POSTGRES_SIGNS, text)
     mysql = _weigh(_MYSQL_SIGNS, text)
     mysql += min(6, len(_BACKTICK.findall(text[:16384])))  # backtick-quoted names
-    if _weigh(_SQLITE_SIGNS, text) >= max(postgres, mysql):
+    against_sqlite = _weigh(_NOT_SQLITE_SIGNS, text)
+    if _weigh(_SQLITE_SIGNS, text) >= max(postgres, mysql, against_sqlite):
         return "sqlite"
+    if postgres == mysql == 0:  # only standard SQL that SQLite cannot run
+        return "postgres"
     return "postgres" if postgres > mysql else "mysql"
 
 

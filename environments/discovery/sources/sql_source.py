@@ -27,19 +27,28 @@ _DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_to
 
 
 def split_statements(script: str) -> list[tuple[int, str]]:
-    """(line number, statement) for every complete statement of a SQL script."""
+    """(line number, statement) for every complete statement of a SQL script. The line is the
+    statement's own first line, not that of the comment block or blank lines before it, so an
+    error names the line a reader finds the statement on."""
     statements: list[tuple[int, str]] = []
-    buffer, start = "", 1
+    buffer, start, begun = "", 1, False
     for line_no, line in enumerate(script.splitlines(), start=1):
-        if not buffer.strip():
+        if not begun:
             start = line_no
         buffer += line + "\n"
+        begun = begun or _has_sql(buffer)
         if sqlite3.complete_statement(buffer):
             statements.append((start, _strip_comments(buffer).strip()))
-            buffer = ""
+            buffer, begun = "", False
     if _strip_comments(buffer).strip():
         raise SourceError(f"line {start}: unterminated SQL statement")
     return [(n, s) for n, s in statements if s]
+
+
+def _has_sql(buffer: str) -> bool:
+    """Whether `buffer` holds more than blank lines and comments (an open /* counts as one)."""
+    rest = _strip_comments(buffer).strip()
+    return bool(rest) and not (rest.startswith("/*") and "*/" not in rest)
 
 
 def _strip_comments(sql: str) -> str:
