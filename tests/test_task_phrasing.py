@@ -231,3 +231,61 @@ def test_write_tasks_use_the_lifecycle_moves_and_store_their_intent(shop, pool):
         metadata = {"extra": tasks[0].metadata}
 
     assert generator_labels(Stored()).intent == tasks[0].metadata["intent"]
+
+
+# --- values a person would write, picks said as a person would ---------------------------
+
+
+def test_updates_change_a_row_state_and_new_text_looks_real(shop):
+    from tasks.synthesis.arguments import fresh_value, is_identity, is_non_additive
+    from tasks.synthesis.environment_view import EnvironmentView
+
+    view = EnvironmentView(shop)
+    assert is_identity(view, "customers", "name") and is_identity(view, "customers", "email")
+    assert not is_identity(view, "orders", "total") and not is_identity(view, "orders", "status")
+    emails = {r["email"] for r in view.rows("customers")}
+    fresh = fresh_value(view, "customers", "email", "string", random.Random(3))
+    assert "@" in fresh and fresh not in emails and not fresh.startswith("new-"), fresh
+    assert is_non_additive("latitude") and is_non_additive("release_year")
+    assert not is_non_additive("population") and not is_non_additive("total")
+
+
+def test_a_pick_by_year_is_the_earliest_or_latest():
+    nodes = {
+        **NODES,
+        "search_seasons": _node(
+            "search_seasons",
+            "read",
+            "search",
+            "seasons",
+            [ParamInfo("island", "string", False, "value", column=("seasons", "island"))],
+        ),
+        "get_season": _node(
+            "get_season", "read", "get", "seasons", [_key("year", "seasons", "year")]
+        ),
+    }
+    seasons = [{"year": 2007, "island": "Dream"}, {"year": 2009, "island": "Dream"}]
+    steps = [
+        {
+            "tool": "search_seasons",
+            "arguments": {"island": "Dream"},
+            "inputs": {},
+            "result": seasons,
+        },
+        {
+            "tool": "get_season",
+            "arguments": {"year": 2009},
+            "inputs": {
+                "year": {
+                    "step": 0,
+                    "field": "year",
+                    "value": 2009,
+                    "sorted_by": "year",
+                    "descending": True,
+                }
+            },
+            "result": seasons[1],
+        },
+    ]
+    text = compose_instruction("goal", steps, nodes, {"shape": "value", "field": "island"}).text
+    assert "the season with the latest year among the seasons" in text, text

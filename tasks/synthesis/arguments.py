@@ -6,6 +6,7 @@ import random
 import re
 from typing import Any
 
+from environments.discovery.naming import singular
 from tasks.synthesis.environment_view import EnvironmentView
 
 _UNSET = object()
@@ -86,7 +87,22 @@ def sample_arguments(
                 return None
             continue
         arguments[name] = value
+    if arguments.get("metric") == "sum" and is_non_additive(str(arguments.get("column", ""))):
+        return None  # a total of latitudes or years answers nothing anyone asks
     return arguments
+
+
+NON_ADDITIVE = frozenset(
+    {"lat", "latitude", "lon", "lng", "longitude", "year", "zip", "zipcode", "postcode", "fips",
+     "rank", "position", "ordinal", "index", "elevation", "altitude", "temperature", "temp"}
+)  # fmt: skip
+
+
+def is_non_additive(column: str) -> bool:
+    """Whether adding a column's values over rows means nothing (coordinates, years, ranks,
+    codes, temperatures): it may be compared or averaged, not totalled."""
+    words = column.lower().replace("-", "_").split("_")
+    return bool(words) and (words[-1] in NON_ADDITIVE or words[0] in ("lat", "lon", "temp"))
 
 
 def fresh_value(view: EnvironmentView, table: str, column: str, ptype: str, rng) -> Any:
@@ -102,13 +118,55 @@ def fresh_value(view: EnvironmentView, table: str, column: str, ptype: str, rng)
             return round(float(value) * rng.choice((0.5, 0.8, 1.25, 1.5)) + 1, 2)
         return coerce(value, ptype)
     distinct = set(map(str, values))
-    if values and (len(values) < 0.5 * rows or len(distinct) <= 12):
+    unique = len(distinct) == rows > 1  # every row its own value: no category
+    if values and not unique and (len(values) < 0.5 * rows or len(distinct) <= 12):
         return coerce(rng.choice(values), ptype)  # categorical (a status, a code): seen values
     base = str(rng.choice(values)) if values else column
     moved = _shifted_date(base, rng)
     if moved is not None:
         return moved  # a date or timestamp stays one
+    faked = _faked(table, column, distinct, rng)
+    if faked is not None:
+        return faked  # an email an address, a phone a phone number, a city a city
     return f"{base} II" if " " in base else f"new-{base}"
+
+
+def _faked(table: str, column: str, taken: set[str], rng: random.Random) -> str | None:
+    """A new value the column's name asks Faker for (``email``, ``phone``, ``city``,
+    ``street``), none the column holds yet; None where its name asks for no provider."""
+    from environments.builder.fake_values import name_rule
+
+    rule = name_rule(column, singular(table))
+    if rule is None:
+        return None
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(rng.randint(0, 2**31))
+    for _ in range(5):
+        value = str(rule.make(fake))
+        if value and value not in taken:
+            return value
+    return None
+
+
+IDENTITY_WORDS = ("name", "title", "code", "iso", "abbr", "symbol", "label", "slug")
+
+
+def is_identity(view: EnvironmentView, table: str, column: str) -> bool:
+    """Whether a column is what a row is known by (its name, title, code, or any text unique
+    to each row): a request changes a row's state, not what it is called."""
+    info = view.tables[table]
+    if column == info.key:
+        return True
+    words = column.lower().replace("-", "_").split("_")
+    if words and words[-1] in IDENTITY_WORDS:
+        return True
+    if info.is_numeric(column):
+        return False
+    values = view.column_values(table, column)
+    rows = len(view.rows(table))
+    return rows > 3 and len(values) == rows
 
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2})?)?")
@@ -169,6 +227,8 @@ def write_arguments(
     ]
     if node.action == "update":
         optional = [(n, p) for n, p in settable if not p.required and n not in fixed]
+        stateful = [(n, p) for n, p in optional if not is_identity(view, *p.column)]
+        optional = stateful or optional  # a price, a status, a stock: not a row's name
         chosen = {n for n, _ in rng.sample(optional, min(len(optional), rng.choice((1, 1, 2))))}
         settable = [(n, p) for n, p in settable if p.required or n in chosen or n in fixed]
     elif node.action == "delete":

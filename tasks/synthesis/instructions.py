@@ -350,9 +350,10 @@ class GoalPhrases:
         field_name = binding["field"]
         values = [r.get(field_name) for r in records_of(self.steps[binding["step"]]["result"])]
         numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        timely = is_time_field(field_name, values)
         if binding.get("descending"):
-            return "largest" if numeric else "alphabetically last"
-        return "smallest" if numeric else "alphabetically first"
+            return "latest" if timely else "largest" if numeric else "alphabetically last"
+        return "earliest" if timely else "smallest" if numeric else "alphabetically first"
 
     def _single(self, binding: dict[str, Any] | None) -> bool:
         """Whether a binding names one row an earlier step reached (not the smallest of many)."""
@@ -695,6 +696,20 @@ class GoalPhrases:
 
 # "the number of penguins whose island is ..." -> "How many penguins ... ?"
 HOW_MANY = re.compile(r"^the number of (\w[\w ]*?)( whose .*)?$")
+
+
+TIME_WORDS = ("year", "date", "time", "day", "month", "at", "on", "timestamp", "created", "updated")
+ISO_DAY = re.compile(r"^\d{4}-\d{2}(-\d{2})?([T ]\d{2}:\d{2}(:\d{2})?.*)?$")
+
+
+def is_time_field(name: str, values: list[Any]) -> bool:
+    """Whether a column orders rows in time (a year, a date, a timestamp): its smallest value
+    is its earliest."""
+    last = name.lower().replace("-", "_").split("_")[-1]
+    if last in TIME_WORDS and values:
+        return True
+    texts = [v for v in values if isinstance(v, str)]
+    return bool(texts) and len(texts) == len(values) and all(ISO_DAY.match(v) for v in texts)
 
 
 def plural_words(name: str) -> str:

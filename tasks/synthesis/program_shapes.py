@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.synthesis.arguments import is_non_additive
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolGraph, ToolNode
 
@@ -103,6 +104,10 @@ class ProgramShape:
     # parent value -> the name a person knows that parent by (a serial id's row's title)
     parent_names: dict[Any, str] = field(default_factory=dict)
     parent_name_column: str | None = None
+
+    def additive(self) -> list[str]:
+        """The measures a total means something of (no latitudes, years or ranks)."""
+        return [m for m in self.measures if not is_non_additive(m)]
 
     def constants(self) -> str:
         return (

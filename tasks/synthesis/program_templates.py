@@ -258,7 +258,7 @@ def draft_most_children(view, shape: ProgramShape, rng) -> ProgramDraft | None:
 
 def draft_total(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Sum of a child measure over several parents."""
-    picked = _pick(view, shape, rng, shape.measures, (1, 3))
+    picked = _pick(view, shape, rng, shape.additive(), (1, 3))
     if picked is None:
         return None
     parents, measure = picked
@@ -348,7 +348,7 @@ TOTAL_ABOVE = child_loop(
 
 def draft_compare_totals(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Filter, aggregate, compare: which of A, B has the larger total of X above Y."""
-    picked = _pick(view, shape, rng, shape.measures, 2, least=2)
+    picked = _pick(view, shape, rng, shape.additive(), 2, least=2)
     if picked is None:
         return None
     parents, measure = picked
@@ -430,13 +430,13 @@ RANKING = _code(
 
 def draft_top_parents(view, shape: ProgramShape, rng) -> ProgramDraft | None:
     """Group and rank: the top k parents by a child total, as an ordered list."""
-    if not shape.measures:
+    if not shape.additive():
         return None
     parents = _parents(view, shape, rng, rng.randint(3, 5))
     if len(parents) < 3 or not _sortable(parents):
         return None
     k = rng.randint(2, len(parents) - 1)  # drawn before the measure
-    measure = rng.choice(shape.measures)
+    measure = rng.choice(shape.additive())
     _, c, column = _names(shape)
     instruction = (
         f"Rank {_which(shape, parents)} by the total {_words(measure)} of their {plural(c)}, "
