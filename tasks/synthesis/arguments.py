@@ -207,6 +207,8 @@ def write_arguments(
     entity = node.entity
     if not entity or node.action not in ("create", "update", "delete"):
         return _generic_write_arguments(view, node, rng, fixed)
+    if node.action == "update" and entity in view.derived_tables:
+        return None  # a count derived from other rows is not set by hand
     info = view.tables[entity]
     key = getattr(node, "row_key", None) or info.key  # a profiling group by its name
     arguments: dict[str, Any] = {}

@@ -87,6 +87,21 @@ class EnvironmentView:
         }
 
     @cached_property
+    def derived_tables(self) -> set[str]:
+        """Tables the build derived from others (a lookup of distinct values with how many rows
+        carry each): their counts follow the data, a request never sets them by hand."""
+        path = self.root / "provenance.json"
+        try:
+            notes = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        except (OSError, ValueError):
+            return set()
+        return {
+            n["table"]
+            for n in notes
+            if isinstance(n, dict) and n.get("kind") == "derived" and n.get("table") in self.tables
+        }
+
+    @cached_property
     def lookup_keys(self) -> set[tuple[str, str]]:
         """(table, column) pairs a tool names one row by: the primary keys, and the columns the
         recorded operations look rows up by (a profiling group by its name, not its row id)."""

@@ -371,10 +371,36 @@ class GoalPhrases:
                 return f"{_reference_words(node, name)} is {fmt(value)}"
             return f"{words(column)} is {fmt(value)}"
         column = _column(node, name)
-        shown = self._shown(index, name, arguments)
         if role == "limit" or name in LIMIT_WORDS or (p is not None and p.orders):
             return None  # no filter: a limit or an order (named with a cut page, see row)
+        carried = self._carried(index, name, arguments)
+        if carried is not None:
+            return f"{column} {carried}"
+        shown = self._shown(index, name, arguments)
         return filter_phrase(role, column, shown, goal=True) or f"{column} is {shown}"
+
+    def _carried(self, index: int, name: str, arguments=None) -> str | None:
+        """ "contains "USA"": a value taken from the one row an earlier step found by a
+        filter on that very value (the origin whose origin contains "USA"), said as that
+        filter ("the cars whose origin contains "USA"", not "... is the origin of the origin
+        whose origin contains "USA"")."""
+        step = self.steps[index]
+        arguments = step["arguments"] if arguments is None else arguments
+        binding = step.get("inputs", {}).get(name)
+        if not self._single(binding) or arguments.get(name) != step["arguments"].get(name):
+            return None
+        source = self.steps[binding["step"]]
+        node = self.node(binding["step"])
+        given = {n: v for n, v in source["arguments"].items() if n not in LIMIT_WORDS}
+        if node.kind != "read" or len(given) != 1 or source.get("inputs"):
+            return None
+        ((filter_name, value),) = given.items()
+        p = node.params.get(filter_name)
+        if p is None or p.column != (node.entity, binding["field"]) or _rows(source) != 1:
+            return None
+        if p.role == "text":
+            return f"contains {fmt(value)}"
+        return f"is {fmt(value)}" if p.role in ("key", "value") else None
 
     def _key_lookup(self, index: int) -> tuple[ToolNode, dict[str, Any], ParamInfo] | None:
         """(node, binding, key parameter) when step ``index`` gets one row by its key, the key
@@ -972,8 +998,8 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
         column = rng.choice(others)
         thing = words(singular(table))
         return (
-            f"(For context: the {thing} whose {words(name)} is {fmt(row[name])} has "
-            f"{words(column)} {fmt(row[column])}; it is not part of this request.)"
+            f"By the way, I already know that the {thing} whose {words(name)} is "
+            f"{fmt(row[name])} has {words(column)} {fmt(row[column])}, so leave that one alone."
         )
     return None
 
