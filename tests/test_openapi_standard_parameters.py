@@ -1,0 +1,179 @@
+"""A document's standard query parameters and credentials are no part of its tools.
+
+A notes API written for these tests in the style of Google's discovery documents attaches the
+same eleven query parameters to every path (`$.xgafv`, `alt`, `callback`, `fields`, `key`,
+`oauth_token`, `access_token`, `prettyPrint`, `quotaUser`, `upload_protocol`, `uploadType`):
+they say how a request travels or its answer is presented, or carry a credential. No tool takes
+them, no table holds them, every tool's notes and the theme's provenance say why; the same
+names stay real parameters where a document gives them a meaning of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from environments.builder.theme_reading import read_theme
+from environments.discovery.themes import parse_theme_document
+
+STANDARD = {
+    "_.xgafv": {"name": "$.xgafv", "schema": {"type": "string", "enum": ["1", "2"]}},
+    "access_token": {"name": "access_token", "description": "OAuth access token."},
+    "alt": {"name": "alt", "schema": {"type": "string", "enum": ["json", "media"]}},
+    "callback": {"name": "callback", "description": "JSONP"},
+    "fields": {"name": "fields", "description": "Selector of the fields to answer."},
+    "key": {"name": "key", "description": "API key of your project."},
+    "oauth_token": {"name": "oauth_token", "description": "OAuth 2.0 token."},
+    "prettyPrint": {"name": "prettyPrint", "schema": {"type": "boolean"}},
+    "quotaUser": {"name": "quotaUser", "description": "Quota attribution."},
+    "upload_protocol": {"name": "upload_protocol", "description": "Upload protocol."},
+    "uploadType": {"name": "uploadType", "description": "Legacy upload protocol."},
+}
+WORDS = {"$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token"} | {
+    "prettyPrint",
+    "quotaUser",
+    "upload_protocol",
+    "uploadType",
+}
+NOTE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "Note identifier."},
+        "title": {"type": "string", "description": "Title of the note."},
+        "due": {
+            "type": "string",
+            "description": "Due date of the note (as a RFC 3339 timestamp). Optional.",
+        },
+        "updated": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Last modification time of the note (as a RFC 3339 timestamp).",
+        },
+        "status": {"type": "string", "enum": ["open", "done"]},
+    },
+}
+NOTES = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string"},
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/Note"}},
+        "nextPageToken": {"type": "string"},
+    },
+}
+
+LABEL = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+LABELS = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Label"}}},
+}
+
+
+def body(ref: str) -> dict:
+    return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def answer(ref: str) -> dict:
+    return {"200": {"description": "OK", **body(ref)}}
+
+
+def path_parameters() -> list[dict]:
+    return [{"$ref": f"#/components/parameters/{name}"} for name in STANDARD]
+
+
+NOTE_ID = {"name": "note", "in": "path", "required": True, "schema": {"type": "string"}}
+DOCUMENT = {
+    "openapi": "3.0.0",
+    "info": {"title": "Notebook API", "version": "v1"},
+    "servers": [{"url": "https://notebook.example.com/"}],
+    "components": {
+        "parameters": {
+            key: {"in": "query", "schema": {"type": "string"}, **value}
+            for key, value in STANDARD.items()
+        },
+        "schemas": {"Note": NOTE, "Notes": NOTES, "Label": LABEL, "Labels": LABELS},
+    },
+    "paths": {
+        "/notebook/v1/labels": {
+            "parameters": path_parameters(),
+            "get": {"operationId": "notebook.labels.list", "responses": answer("Labels")},
+        },
+        "/notebook/v1/notes": {
+            "parameters": path_parameters(),
+            "get": {"operationId": "notebook.notes.list", "responses": answer("Notes")},
+            "post": {
+                "operationId": "notebook.notes.insert",
+                "requestBody": body("Note"),
+                "responses": answer("Note"),
+            },
+        },
+        "/notebook/v1/notes/{note}": {
+            "parameters": path_parameters(),
+            "get": {
+                "operationId": "notebook.notes.get",
+                "parameters": [NOTE_ID],
+                "responses": answer("Note"),
+            },
+            "put": {
+                "operationId": "notebook.notes.update",
+                "parameters": [NOTE_ID],
+                "requestBody": body("Note"),
+                "responses": answer("Note"),
+            },
+            "delete": {
+                "operationId": "notebook.notes.delete",
+                "parameters": [NOTE_ID],
+                "responses": {"204": {"description": "Gone"}},
+            },
+        },
+    },
+}
+
+
+def test_no_tool_takes_a_standard_parameter_and_each_says_why():
+    theme = parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json")
+    assert len(theme["tools"]) == 6
+    for tool in theme["tools"]:
+        assert WORDS.isdisjoint(tool["parameters"]["properties"]), tool["name"]
+        notes = " ".join(tool["notes"])
+        for credential in ("access_token", "oauth_token", "key"):
+            assert f"query parameter {credential!r} is left out: it carries a credential" in notes
+        assert (
+            "query parameters '$.xgafv', 'alt', 'callback', 'fields', 'prettyPrint', "
+            "'quotaUser', 'upload_protocol', 'uploadType' are left out: the document's "
+            "standard parameters"
+        ) in notes
+    update = next(t for t in theme["tools"] if t["name"] == "notebook.notes.update")
+    assert set(update["parameters"]["properties"]) == {"note", *NOTE["properties"]}
+    left = " ".join(theme["provenance"]["left_out_parameters"])
+    assert "'oauth_token' is left out" in left and "'quotaUser'" in left
+
+
+def test_no_table_holds_a_standard_parameter():
+    model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
+    columns = {name for entity in model.entities.values() for name in entity.fields}
+    assert WORDS.isdisjoint(columns), columns
+
+
+def test_the_same_names_stay_parameters_where_the_document_gives_them_a_meaning():
+    document = copy.deepcopy(DOCUMENT)
+    del document["components"]["parameters"]
+    for item in document["paths"].values():
+        del item["parameters"]
+    listing = document["paths"]["/notebook/v1/notes"]["get"]
+    listing["parameters"] = [
+        {"name": "fields", "in": "query", "schema": {"type": "string"}},
+        {"name": "callback", "in": "query", "schema": {"type": "string", "format": "uri"}},
+    ]
+    getter = document["paths"]["/notebook/v1/notes/{note}"]["get"]
+    getter["parameters"] = [NOTE_ID, {"name": "key", "in": "query", "schema": {"type": "string"}}]
+    tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
+    assert {"fields", "callback"} <= set(tools["notebook.notes.list"]["parameters"]["properties"])
+    assert "key" in tools["notebook.notes.get"]["parameters"]["properties"]
+    assert not tools["notebook.notes.list"].get("notes")
+
+
+def test_a_document_wide_parameter_its_schemas_name_is_data():
+    document = copy.deepcopy(DOCUMENT)
+    document["components"]["schemas"]["Note"]["properties"]["fields"] = {"type": "string"}
+    tools = parse_theme_document(document, "notebook.json")["tools"]
+    assert all("fields" in t["parameters"]["properties"] for t in tools)
+    assert all("key" not in t["parameters"]["properties"] for t in tools)
