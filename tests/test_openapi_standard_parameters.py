@@ -11,6 +11,7 @@ names stay real parameters where a document gives them a meaning of its own.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from environments.builder.theme_reading import read_theme
 from environments.discovery.themes import parse_theme_document
@@ -177,3 +178,74 @@ def test_a_document_wide_parameter_its_schemas_name_is_data():
     tools = parse_theme_document(document, "notebook.json")["tools"]
     assert all("fields" in t["parameters"]["properties"] for t in tools)
     assert all("key" not in t["parameters"]["properties"] for t in tools)
+
+
+def lists_document() -> dict:
+    """A notes service in Google's shape: `notes.notelists.*` on `/users/@me/lists/{notelist}`
+    answer NoteList, `notes.notes.*` on `/lists/{notelist}/notes/{note}` answer Note, and
+    `NoteLists` / `Notes` are their list envelopes."""
+    document = copy.deepcopy(DOCUMENT)
+    lists = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+    }
+    schemas = document["components"]["schemas"]
+    schemas.pop("Label"), schemas.pop("Labels")
+    schemas["NoteList"] = lists
+    schemas["NoteLists"] = {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string"},
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/NoteList"}},
+            "nextPageToken": {"type": "string"},
+        },
+    }
+    notelist = {"name": "notelist", "in": "path", "required": True, "schema": {"type": "string"}}
+
+    def operation(name: str, answers: str, **more: Any) -> dict:
+        return {"operationId": f"notes.{name}", "responses": answer(answers), **more}
+
+    document["paths"] = {
+        "/notes/v1/users/@me/lists": {
+            "get": operation("notelists.list", "NoteLists"),
+            "post": operation("notelists.insert", "NoteList", requestBody=body("NoteList")),
+        },
+        "/notes/v1/users/@me/lists/{notelist}": {
+            "parameters": [notelist],
+            "get": operation("notelists.get", "NoteList"),
+            "delete": {"operationId": "notes.notelists.delete", "responses": {"204": {}}},
+        },
+        "/notes/v1/lists/{notelist}/notes": {
+            "parameters": [notelist],
+            "get": operation("notes.list", "Notes"),
+            "post": operation("notes.insert", "Note", requestBody=body("Note")),
+        },
+        "/notes/v1/lists/{notelist}/notes/{note}": {
+            "parameters": [notelist, NOTE_ID],
+            "get": operation("notes.get", "Note"),
+            "put": operation("notes.update", "Note", requestBody=body("Note")),
+        },
+    }
+    return document
+
+
+def test_a_service_resource_method_name_works_on_the_resource_it_names():
+    model = read_theme(parse_theme_document(lists_document(), "notes.json"))
+    entities = {plan.name: plan.entity for plan in model.plans if not plan.rejected}
+    assert entities == {
+        "notes_notelists_list": "note_list",
+        "notes_notelists_insert": "note_list",
+        "notes_notelists_get": "note_list",
+        "notes_notelists_delete": "note_list",
+        "notes_notes_list": "note",
+        "notes_notes_insert": "note",
+        "notes_notes_get": "note",
+        "notes_notes_update": "note",
+    }
+    operations = {plan.name: plan.operation for plan in model.plans}
+    assert operations["notes_notes_insert"] == "create"
+    assert operations["notes_notelists_delete"] == "delete"
+    # the list envelopes are no rows: their paging is in no table
+    assert set(model.entities["note"].fields) == {*NOTE["properties"], "notelist"}
+    assert set(model.entities["note_list"].fields) == {"id", "title"}
+    assert model.entities["note"].fields["notelist"].ref == "note_list"
