@@ -11,10 +11,18 @@ names stay real parameters where a document gives them a meaning of its own.
 from __future__ import annotations
 
 import copy
+import sqlite3
 from typing import Any
 
+import pytest
+
+from environments.builder.theme_contract import run_contracts
+from environments.builder.theme_data import build_theme_database
+from environments.builder.theme_model import documented_date
 from environments.builder.theme_reading import read_theme
+from environments.builder.theme_tools import implement_theme_tools
 from environments.discovery.themes import parse_theme_document
+from environments.runtime import SandboxPool
 
 STANDARD = {
     "_.xgafv": {"name": "$.xgafv", "schema": {"type": "string", "enum": ["1", "2"]}},
@@ -129,6 +137,13 @@ DOCUMENT = {
 }
 
 
+@pytest.fixture(scope="module")
+def pool():
+    pool = SandboxPool(workers=1)
+    yield pool
+    pool.close()
+
+
 def test_no_tool_takes_a_standard_parameter_and_each_says_why():
     theme = parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json")
     assert len(theme["tools"]) == 6
@@ -178,6 +193,20 @@ def test_a_document_wide_parameter_its_schemas_name_is_data():
     tools = parse_theme_document(document, "notebook.json")["tools"]
     assert all("fields" in t["parameters"]["properties"] for t in tools)
     assert all("key" not in t["parameters"]["properties"] for t in tools)
+
+
+def test_the_tools_pass_the_document_contract_with_dates_where_dates_belong(tmp_path, pool):
+    model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
+    db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")
+    tools = implement_theme_tools(model, db["db_path"])
+    contracts = run_contracts(tools, model, db["db_path"], "notebook", pool)
+    assert {n: c.passed for n, c in contracts.items()} == dict.fromkeys(tools.names(), True), {
+        n: c.summary for n, c in contracts.items()
+    }
+    conn = sqlite3.connect(db["db_path"])
+    for due, updated in conn.execute("SELECT due, updated FROM notes"):
+        assert due is None or due[:4].isdigit() and due[4] == "-", due
+        assert updated is None or updated[:4].isdigit() and updated[4] == "-", updated
 
 
 def lists_document() -> dict:
@@ -249,3 +278,17 @@ def test_a_service_resource_method_name_works_on_the_resource_it_names():
     assert set(model.entities["note"].fields) == {*NOTE["properties"], "notelist"}
     assert set(model.entities["note_list"].fields) == {"id", "title"}
     assert model.entities["note"].fields["notelist"].ref == "note_list"
+
+
+@pytest.mark.parametrize(
+    "description, kind",
+    [
+        ("Due date of the task (as a RFC 3339 timestamp). Optional.", "datetime"),
+        ("Last modification time (RFC3339).", "datetime"),
+        ("Birth date in ISO 8601 format (YYYY-MM-DD).", "date"),
+        ("How long the loan runs, an ISO 8601 duration.", ""),
+        ("Due date of the task.", ""),
+    ],
+)
+def test_a_date_documented_in_words_is_a_date(description, kind):
+    assert documented_date(description) == kind
