@@ -26,6 +26,7 @@ import re
 import sqlite3
 import tempfile
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +232,9 @@ class CallPlanner:
             hint = 5
         elif role == "offset":
             hint = 0
+        if spec is not None and spec.type in ("date", "datetime") and not schema.get("format"):
+            # a field the document says is a date in words: a placeholder would be refused
+            schema = {**schema, "format": "date" if spec.type == "date" else "date-time"}
         return schema_value(schema, self.rng, hint)
 
     def list_item(self, binding: list, target: dict) -> dict:
@@ -255,6 +259,8 @@ class CallPlanner:
             return round((current or 0) + 1.25, 2)
         if spec.type == "boolean":
             return not current
+        if spec.type in ("date", "datetime"):
+            return _day_later(current)
         if spec.type == "string" and not spec.pattern and not spec.format:
             return f"{current or ''} (contract)".strip()
         return None
@@ -569,6 +575,21 @@ def run_contracts(
 
 
 # --- the database against the document ----------------------------------------------------------
+
+
+def _day_later(current: Any) -> str | None:
+    """An ISO date or datetime one day after `current`, in its own form (None when `current`
+    is not one): an update's new value that still reads as the date it is."""
+    text = str(current or "")
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    later = moment + timedelta(days=1)
+    if len(text) == 10:
+        return later.date().isoformat()
+    shown = later.isoformat()
+    return shown.replace("+00:00", "Z") if text.endswith("Z") else shown
 
 
 def check_rows(model: ThemeModel, db_path: str | Path, limit: int = 5) -> ContractCheck:

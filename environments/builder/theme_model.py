@@ -173,6 +173,8 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
     )
     if spec.type == "string" and fmt in ("date", "date-time"):
         spec.type = "date" if fmt == "date" else "datetime"
+    elif spec.type == "string" and not fmt and not spec.enum and not spec.pattern:
+        spec.type = documented_date(spec.description) or spec.type
     if spec.type == "array":
         items = plain_type(schema.get("items") or {})
         spec.items = items.get("type", "string") if isinstance(items.get("type"), str) else "string"
@@ -187,6 +189,22 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
     if spec.type == "number" and fmt in ("int32", "int64"):
         spec.type = "integer"
     return spec
+
+
+_STANDARD_DATE = re.compile(r"\bRFC[\s-]?3339\b|\bISO[\s-]?8601\b", re.I)
+_NOT_A_MOMENT = re.compile(r"\b(?:duration|period|interval|week|offset|time ?zone)\b", re.I)
+
+
+def documented_date(description: str) -> str:
+    """ "datetime" or "date" for a string field whose description says it holds an RFC 3339 or
+    ISO 8601 moment ("Due date of the task (as a RFC 3339 timestamp)"), "" otherwise: many
+    documents say a field's format in words instead of `format`, and such a field is filled
+    and checked as the date it is, not as words."""
+    if not _STANDARD_DATE.search(description) or _NOT_A_MOMENT.search(description):
+        return ""
+    if re.search(r"timestamp|date[- ]?time|\btime\b|hh:mm", description, re.I):
+        return "datetime"
+    return "date" if re.search(r"\bdate\b|YYYY-MM-DD", description, re.I) else "datetime"
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # what an SQLite INTEGER holds

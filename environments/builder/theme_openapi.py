@@ -19,16 +19,32 @@ from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
 def openapi_entities(model: ThemeModel, doc: dict) -> None:
     """Every object schema of `components/schemas` with properties as an entity."""
     schemas = ((doc.get("components") or {}).get("schemas")) or {}
-    for name, schema in schemas.items():
-        schema = flat_object(schema, doc)
+    for name, raw in schemas.items():
+        schema = flat_object(raw, doc)
         resolved = deref(schema, doc)
         if not isinstance(resolved, dict) or resolved.get("type", "object") != "object":
             continue
         if not resolved.get("properties"):
             continue
+        if _envelope_of_itself(name, raw, doc):
+            continue
         entity = model.entity(entity_name(name))
         entity.origins.append(f"components/schemas/{name}")
         _fields_from_object(entity, schema, doc)
+
+
+def _envelope_of_itself(name: str, schema: Any, doc: dict) -> bool:
+    """Whether `name` is the list of the rows its own name makes (`Tasks` holding `items:
+    [Task]` besides `etag`, `kind`, `nextPageToken`): its other fields are bookkeeping of the
+    list, and read as that entity they would merge into its rows."""
+    props = _follow(schema, doc).get("properties")
+    wrapped = [
+        _ref_name(_follow(sub, doc).get("items") or {})
+        for sub in (props.values() if isinstance(props, dict) else ())
+        if _follow(sub, doc).get("type") == "array"
+    ]
+    wrapped = [w for w in wrapped if w and w != name and entity_name(w) == entity_name(name)]
+    return len(wrapped) == 1
 
 
 def response_schema(doc: dict, http: dict) -> dict:

@@ -142,6 +142,16 @@ class ToolReader:
         tokens = words(name[len(self.prefix) :] if self.prefix else name)
         if not tokens:
             return "", []
+        dotted = str(tool.get("original_name") or "").split(".")
+        if len(dotted) >= 3 and words(dotted[-1]) and words(dotted[-2]):
+            # `tasks.tasklists.insert` (service.resource.method): the method names the verb,
+            # the resource before it the noun; the service is no noun of the call
+            method, resource = words(dotted[-1]), words(dotted[-2])
+            for op, verbs in VERBS.items():
+                if method[0] in verbs:
+                    return op, resource + method[1:]
+            if method[0] in TRANSITIONS:
+                return "transition:" + method[0], resource
         for index, token in enumerate(tokens[:2]):
             # `folders.list`, `repos/create`: the noun before the verb when none follows it
             noun = tokens[index + 1 :] or tokens[:index]
@@ -167,8 +177,8 @@ class ToolReader:
                 cut = cut[: cut.index(joiner, 1)]
         cut = [w for w in cut if w not in QUANTIFIERS]
         for start in range(len(cut)):
-            candidate = singular("_".join(cut[start:]))
-            if candidate in self.model.entities:
+            candidate = self.spelled_entity(singular("_".join(cut[start:])))
+            if candidate:
                 return candidate
         for end in range(len(cut), 0, -1):
             candidate = singular("_".join(cut[:end]))
@@ -626,10 +636,16 @@ class ToolReader:
         belongs to (`{thing}` of `/things/{thing}/events/{event}`): a reference the rows keep."""
         if "{" + param + "}" not in path or self.names_row(param, entity, path):
             return ""
-        named = singular(snake(param))
-        if named != entity.name and named in self.model.entities:
+        named = self.spelled_entity(singular(snake(param)))
+        if named and named != entity.name:
             return named
         return self.reference(param, schema, entity.name)
+
+    def spelled_entity(self, name: str) -> str:
+        """The entity `name` names, however its words are joined (`tasklist`: task_list)."""
+        if name in self.model.entities:
+            return name
+        return next((e for e in self.model.entities if squashed(e) == squashed(name)), "")
 
     def keys_with(self, param: str, schema: dict, entity: EntitySpec) -> bool:
         """Whether a parameter's values can be the entity's key (a hidden surrogate key is an

@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .openapi_parameters import (
+    DocumentParameters,
+    left_out,
+    read_document_parameters,
+    transport_note,
+)
 from .swagger import is_swagger, swagger_to_openapi
 
 SOURCE_KINDS = ("mcp_spec", "tool_doc", "prd", "manual")
@@ -85,7 +91,7 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
         title = " ".join(filter(None, (str(info.get("x-serviceName") or ""), identity["provider"])))
     if not title:
         raise ThemeError(f"{source}: OpenAPI info.title is missing (and no server names the API)")
-    tools = []
+    operations = []
     paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
     for path, item in paths.items():
         item = _deref(item or {}, doc)
@@ -94,7 +100,9 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
         for method in _HTTP_METHODS:
             op = item.get(method)
             if isinstance(op, dict):
-                tools.append(_operation_tool(doc, str(path), method, op, item))
+                operations.append((str(path), method, op, item))
+    document = read_document_parameters(doc, [(m, op, item) for _, m, op, item in operations])
+    tools = [_operation_tool(doc, path, m, op, item, document) for path, m, op, item in operations]
     if not tools:
         raise ThemeError(f"{source}: OpenAPI document has no operations")
     theme = _theme(
@@ -109,32 +117,42 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
     theme["provenance"]["identity"] = {k: v for k, v in identity.items() if k != "name"}
     if doc.get("x-converted-from"):
         theme["provenance"]["converted_from"] = doc["x-converted-from"]
+    left = list(dict.fromkeys(n for t in tools for n in t.get("notes") or []))
+    if left:  # the document's own parameters no tool takes (a tool's notes say only that)
+        theme["provenance"]["left_out_parameters"] = left
     return theme
 
 
-def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> dict:
+def _operation_tool(
+    doc: dict, path: str, method: str, op: dict, item: dict, document: DocumentParameters
+) -> dict:
     """One operation as a tool: path, query and header parameters plus the body's fields.
 
     A header parameter is kept with its location (`http.headers`), except credentials (an
     `Authorization` header, an API key the document's security schemes name, AWS signing
-    headers) and transport headers (`Content-Type`, `Accept`): neither says what the call asks,
-    so neither becomes a tool parameter; the tool's notes say which were left out and why."""
+    headers, an `access_token` query parameter), transport headers (`Content-Type`, `Accept`)
+    and the document's standard query parameters (`openapi_parameters`): none says what the
+    call asks, so none becomes a tool parameter; the tool's notes say which were left out and
+    why (the standard ones in one note)."""
     props: dict[str, Any] = {}
     required: list[str] = []
     headers: list[str] = []
     notes: list[str] = []
-    keys = _api_key_names(doc)
+    transport: list[str] = []
     listed = [p for p in (op.get("parameters"), item.get("parameters")) if isinstance(p, list)]
     for param in _deref([p for group in listed for p in group], doc):
         if not isinstance(param, dict) or not param.get("name") or param.get("in") == "cookie":
             continue
         name = str(param["name"])
-        if name in props or name in headers:  # an operation's own parameter overrides the item's
+        if name in props or name in headers or name in transport:  # the operation's own wins
             continue
-        left_out = _left_out(name, str(param.get("in") or ""), keys)
-        if left_out:
-            if left_out not in notes:
-                notes.append(left_out)
+        why, kind = left_out(name, str(param.get("in") or ""), param, document)
+        if kind == "transport" and param.get("in") == "query":
+            transport.append(name)
+            continue
+        if why:
+            if why not in notes:
+                notes.append(why)
             continue
         if param.get("in") == "header":
             headers.append(name)
@@ -173,69 +191,14 @@ def _operation_tool(doc: dict, path: str, method: str, op: dict, item: dict) -> 
         },
         "http": http,
     }
+    if transport:
+        notes.append(transport_note(transport))
     if notes:
         tool["notes"] = notes
     tags = [str(t) for t in op.get("tags") or [] if isinstance(t, str | int) and str(t).strip()]
     if tags:  # how the document groups its operations: a big API splits along them
         tool["tags"] = tags
     return tool
-
-
-# headers that carry a credential or say how a request travels (lower-case)
-CREDENTIAL_HEADERS = {
-    "authorization",
-    "proxy-authorization",
-    "x-api-key",
-    "api-key",
-    "apikey",
-    "x-auth-token",
-    "x-access-token",
-    "ocp-apim-subscription-key",
-    "x-amz-content-sha256",
-    "x-amz-date",
-    "x-amz-algorithm",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "x-amz-signature",
-    "x-amz-signedheaders",
-}
-TRANSPORT_HEADERS = {
-    "content-type",
-    "content-length",
-    "content-encoding",
-    "content-md5",
-    "accept",
-    "accept-encoding",
-    "accept-charset",
-    "user-agent",
-    "host",
-    "connection",
-    "cache-control",
-}
-
-
-def _api_key_names(doc: dict) -> set[str]:
-    """Parameter names the document's security schemes say carry an API key (lower-case)."""
-    components = doc.get("components") if isinstance(doc.get("components"), dict) else {}
-    schemes = components.get("securitySchemes") if isinstance(components, dict) else None
-    names = set()
-    for scheme in (schemes or {}).values() if isinstance(schemes, dict) else ():
-        if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and scheme.get("name"):
-            names.add(str(scheme["name"]).lower())
-    return names
-
-
-def _left_out(name: str, where: str, api_keys: set[str]) -> str:
-    """Why a parameter is not a tool parameter ("" when it is one)."""
-    lowered = name.lower()
-    if lowered in api_keys or (where == "header" and lowered in CREDENTIAL_HEADERS):
-        return (
-            f"{where or 'the'} parameter {name!r} is left out: it carries a credential, which "
-            "the offline environment does not check"
-        )
-    if where == "header" and lowered in TRANSPORT_HEADERS:
-        return f"header {name!r} is left out: it says how the request travels, not what it asks"
-    return ""
 
 
 def _carry_parameter_example(schema: dict, param: dict) -> None:

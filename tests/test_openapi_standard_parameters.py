@@ -1,0 +1,294 @@
+"""A document's standard query parameters and credentials are no part of its tools.
+
+A notes API written for these tests in the style of Google's discovery documents attaches the
+same eleven query parameters to every path (`$.xgafv`, `alt`, `callback`, `fields`, `key`,
+`oauth_token`, `access_token`, `prettyPrint`, `quotaUser`, `upload_protocol`, `uploadType`):
+they say how a request travels or its answer is presented, or carry a credential. No tool takes
+them, no table holds them, every tool's notes and the theme's provenance say why; the same
+names stay real parameters where a document gives them a meaning of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+from typing import Any
+
+import pytest
+
+from environments.builder.theme_contract import run_contracts
+from environments.builder.theme_data import build_theme_database
+from environments.builder.theme_model import documented_date
+from environments.builder.theme_reading import read_theme
+from environments.builder.theme_tools import implement_theme_tools
+from environments.discovery.themes import parse_theme_document
+from environments.runtime import SandboxPool
+
+STANDARD = {
+    "_.xgafv": {"name": "$.xgafv", "schema": {"type": "string", "enum": ["1", "2"]}},
+    "access_token": {"name": "access_token", "description": "OAuth access token."},
+    "alt": {"name": "alt", "schema": {"type": "string", "enum": ["json", "media"]}},
+    "callback": {"name": "callback", "description": "JSONP"},
+    "fields": {"name": "fields", "description": "Selector of the fields to answer."},
+    "key": {"name": "key", "description": "API key of your project."},
+    "oauth_token": {"name": "oauth_token", "description": "OAuth 2.0 token."},
+    "prettyPrint": {"name": "prettyPrint", "schema": {"type": "boolean"}},
+    "quotaUser": {"name": "quotaUser", "description": "Quota attribution."},
+    "upload_protocol": {"name": "upload_protocol", "description": "Upload protocol."},
+    "uploadType": {"name": "uploadType", "description": "Legacy upload protocol."},
+}
+WORDS = {"$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token"} | {
+    "prettyPrint",
+    "quotaUser",
+    "upload_protocol",
+    "uploadType",
+}
+NOTE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "Note identifier."},
+        "title": {"type": "string", "description": "Title of the note."},
+        "due": {
+            "type": "string",
+            "description": "Due date of the note (as a RFC 3339 timestamp). Optional.",
+        },
+        "updated": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Last modification time of the note (as a RFC 3339 timestamp).",
+        },
+        "status": {"type": "string", "enum": ["open", "done"]},
+    },
+}
+NOTES = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string"},
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/Note"}},
+        "nextPageToken": {"type": "string"},
+    },
+}
+
+LABEL = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+LABELS = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Label"}}},
+}
+
+
+def body(ref: str) -> dict:
+    return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def answer(ref: str) -> dict:
+    return {"200": {"description": "OK", **body(ref)}}
+
+
+def path_parameters() -> list[dict]:
+    return [{"$ref": f"#/components/parameters/{name}"} for name in STANDARD]
+
+
+NOTE_ID = {"name": "note", "in": "path", "required": True, "schema": {"type": "string"}}
+DOCUMENT = {
+    "openapi": "3.0.0",
+    "info": {"title": "Notebook API", "version": "v1"},
+    "servers": [{"url": "https://notebook.example.com/"}],
+    "components": {
+        "parameters": {
+            key: {"in": "query", "schema": {"type": "string"}, **value}
+            for key, value in STANDARD.items()
+        },
+        "schemas": {"Note": NOTE, "Notes": NOTES, "Label": LABEL, "Labels": LABELS},
+    },
+    "paths": {
+        "/notebook/v1/labels": {
+            "parameters": path_parameters(),
+            "get": {"operationId": "notebook.labels.list", "responses": answer("Labels")},
+        },
+        "/notebook/v1/notes": {
+            "parameters": path_parameters(),
+            "get": {"operationId": "notebook.notes.list", "responses": answer("Notes")},
+            "post": {
+                "operationId": "notebook.notes.insert",
+                "requestBody": body("Note"),
+                "responses": answer("Note"),
+            },
+        },
+        "/notebook/v1/notes/{note}": {
+            "parameters": path_parameters(),
+            "get": {
+                "operationId": "notebook.notes.get",
+                "parameters": [NOTE_ID],
+                "responses": answer("Note"),
+            },
+            "put": {
+                "operationId": "notebook.notes.update",
+                "parameters": [NOTE_ID],
+                "requestBody": body("Note"),
+                "responses": answer("Note"),
+            },
+            "delete": {
+                "operationId": "notebook.notes.delete",
+                "parameters": [NOTE_ID],
+                "responses": {"204": {"description": "Gone"}},
+            },
+        },
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = SandboxPool(workers=1)
+    yield pool
+    pool.close()
+
+
+def test_no_tool_takes_a_standard_parameter_and_each_says_why():
+    theme = parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json")
+    assert len(theme["tools"]) == 6
+    for tool in theme["tools"]:
+        assert WORDS.isdisjoint(tool["parameters"]["properties"]), tool["name"]
+        notes = " ".join(tool["notes"])
+        for credential in ("access_token", "oauth_token", "key"):
+            assert f"query parameter {credential!r} is left out: it carries a credential" in notes
+        assert (
+            "query parameters '$.xgafv', 'alt', 'callback', 'fields', 'prettyPrint', "
+            "'quotaUser', 'upload_protocol', 'uploadType' are left out: the document's "
+            "standard parameters"
+        ) in notes
+    update = next(t for t in theme["tools"] if t["name"] == "notebook.notes.update")
+    assert set(update["parameters"]["properties"]) == {"note", *NOTE["properties"]}
+    left = " ".join(theme["provenance"]["left_out_parameters"])
+    assert "'oauth_token' is left out" in left and "'quotaUser'" in left
+
+
+def test_no_table_holds_a_standard_parameter():
+    model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
+    columns = {name for entity in model.entities.values() for name in entity.fields}
+    assert WORDS.isdisjoint(columns), columns
+
+
+def test_the_same_names_stay_parameters_where_the_document_gives_them_a_meaning():
+    document = copy.deepcopy(DOCUMENT)
+    del document["components"]["parameters"]
+    for item in document["paths"].values():
+        del item["parameters"]
+    listing = document["paths"]["/notebook/v1/notes"]["get"]
+    listing["parameters"] = [
+        {"name": "fields", "in": "query", "schema": {"type": "string"}},
+        {"name": "callback", "in": "query", "schema": {"type": "string", "format": "uri"}},
+    ]
+    getter = document["paths"]["/notebook/v1/notes/{note}"]["get"]
+    getter["parameters"] = [NOTE_ID, {"name": "key", "in": "query", "schema": {"type": "string"}}]
+    tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
+    assert {"fields", "callback"} <= set(tools["notebook.notes.list"]["parameters"]["properties"])
+    assert "key" in tools["notebook.notes.get"]["parameters"]["properties"]
+    assert not tools["notebook.notes.list"].get("notes")
+
+
+def test_a_document_wide_parameter_its_schemas_name_is_data():
+    document = copy.deepcopy(DOCUMENT)
+    document["components"]["schemas"]["Note"]["properties"]["fields"] = {"type": "string"}
+    tools = parse_theme_document(document, "notebook.json")["tools"]
+    assert all("fields" in t["parameters"]["properties"] for t in tools)
+    assert all("key" not in t["parameters"]["properties"] for t in tools)
+
+
+def test_the_tools_pass_the_document_contract_with_dates_where_dates_belong(tmp_path, pool):
+    model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
+    db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")
+    tools = implement_theme_tools(model, db["db_path"])
+    contracts = run_contracts(tools, model, db["db_path"], "notebook", pool)
+    assert {n: c.passed for n, c in contracts.items()} == dict.fromkeys(tools.names(), True), {
+        n: c.summary for n, c in contracts.items()
+    }
+    conn = sqlite3.connect(db["db_path"])
+    for due, updated in conn.execute("SELECT due, updated FROM notes"):
+        assert due is None or due[:4].isdigit() and due[4] == "-", due
+        assert updated is None or updated[:4].isdigit() and updated[4] == "-", updated
+
+
+def lists_document() -> dict:
+    """A notes service in Google's shape: `notes.notelists.*` on `/users/@me/lists/{notelist}`
+    answer NoteList, `notes.notes.*` on `/lists/{notelist}/notes/{note}` answer Note, and
+    `NoteLists` / `Notes` are their list envelopes."""
+    document = copy.deepcopy(DOCUMENT)
+    lists = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+    }
+    schemas = document["components"]["schemas"]
+    schemas.pop("Label"), schemas.pop("Labels")
+    schemas["NoteList"] = lists
+    schemas["NoteLists"] = {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string"},
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/NoteList"}},
+            "nextPageToken": {"type": "string"},
+        },
+    }
+    notelist = {"name": "notelist", "in": "path", "required": True, "schema": {"type": "string"}}
+
+    def operation(name: str, answers: str, **more: Any) -> dict:
+        return {"operationId": f"notes.{name}", "responses": answer(answers), **more}
+
+    document["paths"] = {
+        "/notes/v1/users/@me/lists": {
+            "get": operation("notelists.list", "NoteLists"),
+            "post": operation("notelists.insert", "NoteList", requestBody=body("NoteList")),
+        },
+        "/notes/v1/users/@me/lists/{notelist}": {
+            "parameters": [notelist],
+            "get": operation("notelists.get", "NoteList"),
+            "delete": {"operationId": "notes.notelists.delete", "responses": {"204": {}}},
+        },
+        "/notes/v1/lists/{notelist}/notes": {
+            "parameters": [notelist],
+            "get": operation("notes.list", "Notes"),
+            "post": operation("notes.insert", "Note", requestBody=body("Note")),
+        },
+        "/notes/v1/lists/{notelist}/notes/{note}": {
+            "parameters": [notelist, NOTE_ID],
+            "get": operation("notes.get", "Note"),
+            "put": operation("notes.update", "Note", requestBody=body("Note")),
+        },
+    }
+    return document
+
+
+def test_a_service_resource_method_name_works_on_the_resource_it_names():
+    model = read_theme(parse_theme_document(lists_document(), "notes.json"))
+    entities = {plan.name: plan.entity for plan in model.plans if not plan.rejected}
+    assert entities == {
+        "notes_notelists_list": "note_list",
+        "notes_notelists_insert": "note_list",
+        "notes_notelists_get": "note_list",
+        "notes_notelists_delete": "note_list",
+        "notes_notes_list": "note",
+        "notes_notes_insert": "note",
+        "notes_notes_get": "note",
+        "notes_notes_update": "note",
+    }
+    operations = {plan.name: plan.operation for plan in model.plans}
+    assert operations["notes_notes_insert"] == "create"
+    assert operations["notes_notelists_delete"] == "delete"
+    # the list envelopes are no rows: their paging is in no table
+    assert set(model.entities["note"].fields) == {*NOTE["properties"], "notelist"}
+    assert set(model.entities["note_list"].fields) == {"id", "title"}
+    assert model.entities["note"].fields["notelist"].ref == "note_list"
+
+
+@pytest.mark.parametrize(
+    "description, kind",
+    [
+        ("Due date of the task (as a RFC 3339 timestamp). Optional.", "datetime"),
+        ("Last modification time (RFC3339).", "datetime"),
+        ("Birth date in ISO 8601 format (YYYY-MM-DD).", "date"),
+        ("How long the loan runs, an ISO 8601 duration.", ""),
+        ("Due date of the task.", ""),
+    ],
+)
+def test_a_date_documented_in_words_is_a_date(description, kind):
+    assert documented_date(description) == kind
