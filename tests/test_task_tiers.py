@@ -29,7 +29,9 @@ ROW_ORDER = re.compile(
     r"\b(first|second|third|fourth|fifth|#\d+)\b[\w ]{0,40}\breturned\b", re.IGNORECASE
 )
 STEP_N = re.compile(r"\bstep \d+", re.IGNORECASE)
-SMALLEST = re.compile(r"\bthe (smallest|largest|alphabetically first|alphabetically last) ")
+SMALLEST = re.compile(
+    r"\bthe (smallest|largest|earliest|latest|alphabetically first|alphabetically last) "
+)
 BROKEN = [re.compile(r"\b\w+seses\b"), re.compile(r"\b\w+sss\b"), re.compile(r"\ba [aeiou]\w")]
 
 
@@ -143,7 +145,7 @@ def fmt_in(value, text: str) -> bool:
 def test_goal_hard_adds_conditions_discoveries_and_distractors(synthesized):
     texts = [t.instruction for _, t in synthesized["goal_hard"]]
     assert any("only if" in x or "unless" in x for x in texts)
-    assert any("not part of this request" in x for x in texts)
+    assert any("so leave that one alone" in x for x in texts)
     assert any(t.metadata["discovered"] for _, t in synthesized["goal_hard"])
 
 
