@@ -144,3 +144,9 @@ def words_of(name: str) -> str:
     ContinentCode -> continent code, AreaKm2 -> area km2; acronyms keep their capitals."""
     spaced = split_camel(name.replace("_", " "))
     return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in spaced.split())
+
+
+def is_serial_name(column: str) -> bool:
+    """``id``, ``track_id``, ``CustomerId``: a column named as a row's serial number."""
+    lower = column.lower()
+    return lower == "id" or lower.endswith("_id") or (column.endswith("Id") and len(column) > 2)

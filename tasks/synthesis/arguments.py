@@ -6,7 +6,7 @@ import random
 import re
 from typing import Any
 
-from environments.discovery.naming import singular
+from environments.discovery.naming import is_serial_name, singular
 from tasks.synthesis.environment_view import EnvironmentView
 
 _UNSET = object()
@@ -81,6 +81,8 @@ def sample_arguments(
             if optional_left <= 0 or rng.random() >= optional_rate:
                 continue
             optional_left -= 1
+            if p.role in ("min", "max", "text") and p.column and is_serial_name(p.column[1]):
+                continue  # "whose id is at least 45" narrows nothing a person cares about
         value = sample_param(view, p, rng)
         if value is _UNSET:
             if p.required:

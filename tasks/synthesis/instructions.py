@@ -366,6 +366,10 @@ class GoalPhrases:
         role = p.role if p else "value"
         if (index, name) in self.described:
             column, value = self.described[(index, name)]
+            if isinstance(column, tuple):  # a row told by two of its attributes
+                return " and whose ".join(
+                    f"{words(c)} is {fmt(v)}" for c, v in zip(column, value, strict=True)
+                )
             if p is not None and p.key is not None and p.column != p.key:
                 # a reference told by the row it names: "whose customer is "Ada Lind""
                 return f"{_reference_words(node, name)} is {fmt(value)}"
@@ -901,10 +905,12 @@ def natural_names(steps, nodes, view) -> list[tuple[int, str, str, Any]]:
     serial for the agent to find."""
     found = []
     searchable = {q.column for n in nodes.values() if n.kind == "read" for q in n.params.values()}
+    tested = {(b["step"], b["field"]) for s in steps if (b := s.get("branch"))}
     for index, step in enumerate(steps):
         node = nodes[step["tool"]]
         if node.kind != "read":
             continue
+        told = {c for (i, c) in tested if i == index}  # a condition tests it: not its name
         for name, value in step["arguments"].items():
             p = node.params.get(name)
             if name in step.get("inputs", {}) or p is None or p.key is None:
@@ -918,12 +924,51 @@ def natural_names(steps, nodes, view) -> list[tuple[int, str, str, Any]]:
                 shown = row.get(natural)
                 if natural == column or not isinstance(shown, str) or not 0 < len(shown) <= 60:
                     continue
+                if natural in told:
+                    continue
                 if (table, natural) in searchable and sum(
                     1 for r in rows if r.get(natural) == shown
                 ) == 1:
                     found.append((index, name, natural, shown))
                     break
+            else:
+                if row is not None and p.column == p.key:  # the row itself, not a reference
+                    pair = _identifying_pair(table, column, row, rows, nodes, told)
+                    if pair is not None:
+                        found.append((index, name, *pair))
     return found
+
+
+def _identifying_pair(table: str, key: str, row: dict[str, Any], rows, nodes, told=()):
+    """((column, column), (value, value)): two attributes of a row that tell it apart from
+    every other (a holiday by its country and its name), both filters of one read tool, for
+    a row whose table has no single name; None where no such pair exists."""
+    tools = [
+        {q.column[1] for q in n.params.values() if q.column and q.column[0] == table}
+        for n in nodes.values()
+        if n.kind == "read" and n.entity == table
+    ]
+    candidates = [
+        c
+        for c, v in row.items()
+        if c != key
+        and c not in told
+        and not is_surrogate_name(c)
+        and isinstance(v, str)
+        and 0 < len(v) <= 60
+        and any(c in filters for filters in tools)
+    ]
+    candidates.sort(key=lambda c: (c not in DISPLAY_FIELDS, c))
+    for i, first in enumerate(candidates):
+        for second in candidates[i + 1 :]:
+            if not any({first, second} <= filters for filters in tools):
+                continue
+            same = sum(
+                1 for r in rows if r.get(first) == row[first] and r.get(second) == row[second]
+            )
+            if same == 1:
+                return (first, second), (row[first], row[second])
+    return None
 
 
 def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None) -> str | None:
@@ -938,7 +983,15 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
         if not found_rows:
             continue
         record = found_rows[0]
-        skip = set(step["arguments"]) | written | {c for c, _ in phrases.described.values()}
+        skip = (
+            set(step["arguments"])
+            | written
+            | {
+                c
+                for told, _ in phrases.described.values()
+                for c in (told if isinstance(told, tuple) else (told,))
+            }
+        )
         skip.add(answer_field)
         options += [
             (index, c, record[c])
@@ -1038,7 +1091,11 @@ def compose_instruction(
                 "step": index,
                 "param": name,
                 "value": value if isinstance(value, str) else json.dumps(value),
-                "described_by": {column: shown},
+                "described_by": (
+                    dict(zip(column, shown, strict=True))
+                    if isinstance(column, tuple)
+                    else {column: shown}
+                ),
             }
         )
 
@@ -1072,7 +1129,7 @@ def _given(literals: list[str], discovered: list[dict[str, Any]]) -> list[str]:
     for d in discovered:
         if d["value"] in given:
             given.remove(d["value"])
-        given.append(next(iter(d["described_by"].values())))
+        given.extend(d["described_by"].values())
     return given
 
 

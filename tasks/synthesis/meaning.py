@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from environments.discovery.naming import singular, words_of
+from environments.discovery.naming import is_serial_name, singular, words_of
 from tasks.synthesis.dependencies import value_flow
 from tasks.synthesis.environment_view import EnvironmentView, TableInfo
 from tasks.synthesis.task_spec import TaskSpec
@@ -39,10 +39,7 @@ NATURAL_MAX_CHARS = 60  # a longer unique text is prose, not a name
 SUBMIT_TOOLS = ("submit_answer",)
 
 
-def is_surrogate_name(column: str) -> bool:
-    """``id``, ``track_id``, ``CustomerId``: a column named as a row's serial."""
-    lower = column.lower()
-    return lower == "id" or lower.endswith("_id") or (column.endswith("Id") and len(column) > 2)
+is_surrogate_name = is_serial_name  # the name the detectors read it by
 
 
 @dataclass

@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.discovery.naming import is_serial_name
 from tasks.synthesis.arguments import is_non_additive
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ToolGraph, ToolNode
@@ -267,9 +268,6 @@ def describe(shape: ProgramShape) -> dict[str, Any]:
     }
 
 
-SERIAL = re.compile(r"(^id$|_id$|[a-z]Id$)", re.IGNORECASE)
-
-
 def serial_names(
     view: EnvironmentView, nodes: dict[str, ToolNode], table: str, column: str
 ) -> tuple[str | None, dict[Any, str]]:
@@ -278,7 +276,7 @@ def serial_names(
     so a task names "the albums whose title is ..." and not "the albums whose album id is 3".
     (None, {}) where the serial is all the data has."""
     info = view.tables.get(table)
-    if info is None or not SERIAL.search(column) or not info.is_numeric(column):
+    if info is None or not is_serial_name(column) or not info.is_numeric(column):
         return None, {}
     searchable = {q.column for n in nodes.values() if n.kind == "read" for q in n.params.values()}
     rows = view.rows(table)
