@@ -164,6 +164,7 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
+SHORT_WALK = 4  # planned steps of a request said in one breath (one pick from a listing)
 PLAIN_WRITES = frozenset({"create", "update", "delete", "link", "unlink"})
 
 
@@ -199,6 +200,10 @@ class GraphWalker:
         (from a list of rows: the smallest value, or with ``rng`` the smallest or largest)."""
         found: dict[str, dict[str, Any]] = {}
         descending = bool(rng is not None and rng.random() < 0.5)
+        # a short goal names a row by a pick from a listing ("the latest order among ...")
+        # once: picks stacked on picks read as a riddle, not a request (a long walk names its
+        # rows "Let A be ...", see instructions.GoalPhrases._labels)
+        picked = self.rows == "single" and self.picks_left(steps) <= 0
         for pname, p in node.params.items():
             if p.role not in ("key", "value", "text") or (node.kind == "write" and p.role != "key"):
                 continue  # writes take the row to act on from earlier steps, values are fresh
@@ -216,7 +221,7 @@ class GraphWalker:
                     if key not in memo:
                         memo[key] = _binding_value(step, field_name, self.rows, descending)
                     got = memo[key]
-                    if got is None:
+                    if got is None or (picked and got[2]):
                         continue
                     if p.role in ("value", "text") and index != len(steps) - 1:
                         continue  # plain values only chain from the step just before
@@ -225,6 +230,15 @@ class GraphWalker:
                 if pname in found:
                     break
         return found
+
+    planned_steps = 4  # the walk under way's planned length (set by walk)
+
+    def picks_left(self, steps) -> int:
+        """How many more rows this walk may pick from a listing by sort order."""
+        if self.planned_steps > SHORT_WALK:
+            return self.planned_steps
+        made = sum(1 for s in steps for b in s.get("inputs", {}).values() if b.get("sorted_by"))
+        return 1 - made
 
     def _candidates(self, steps, want_write: bool, rng) -> list[tuple[ToolNode, dict]]:
         """Tools that can take the next step, with the outputs that can feed them. After a read
@@ -655,6 +669,7 @@ class GraphWalker:
         return [id(s) for s in steps if self.nodes[s["tool"]].kind == "write"]
 
     def walk(self, rng: random.Random, difficulty: Difficulty) -> list[dict[str, Any]] | None:
+        self.planned_steps = difficulty.steps
         steps: list[dict[str, Any]] = []
         banned: set[tuple[str, str]] = set()
         self.lease.clean()
