@@ -440,8 +440,14 @@ def _build_form_context(values: dict[str, str] | None = None, error: str = "") -
 @require_http_methods(["GET", "POST"])
 def new_environment(request):
     """Upload a file or pick a built-in source, a theme or an MCP server; POST queues the build
-    and shows its progress. The submission is read as the REST API reads it."""
-    from environments.builder.dispatch import queue_submission, request_from_submission
+    and shows its progress. Or upload an Agent-World release archive: its catalogue run is
+    started and shown. The submission is read as the REST API reads it."""
+    from environments.builder.dispatch import (
+        ReleaseUpload,
+        queue_release,
+        queue_submission,
+        request_from_submission,
+    )
     from environments.builder.request import BuildRequestError
 
     if request.method == "GET":
@@ -449,11 +455,14 @@ def new_environment(request):
         return render(request, "environments/new.html", _build_form_context(values))
     values = {
         k: request.POST.get(k, "").strip()
-        for k in ("source", "theme", "mcp", "name", "title", "description", "category")
+        for k in ("source", "theme", "mcp", "name", "title", "description", "category", "env")
     }
     form = {k: v for k, v in values.items() if v}  # the form sends every field, most empty
     try:
         build_request = request_from_submission(form, request.FILES, request.user)
+        if isinstance(build_request, ReleaseUpload):
+            run = queue_release(build_request, request.user)
+            return redirect("catalogue-run", pk=run.pk)
     except BuildRequestError as exc:
         context = _build_form_context(values, str(exc))
         return render(request, "environments/new.html", context, status=400)
