@@ -194,6 +194,12 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 # DATA_UPLOAD_MAX_MEMORY_SIZE; the file itself is checked against this limit (by Content-Length
 # before parsing, then by its size), and files over FILE_UPLOAD_MAX_MEMORY_SIZE stream to disk.
 AW_MAX_UPLOAD_BYTES = int(os.environ.get("AW_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
+# An uploaded Agent-World release archive (environments/agent_world/upload.py): files and bytes
+# it may unpack to.
+AW_MAX_RELEASE_MEMBERS = int(os.environ.get("AW_MAX_RELEASE_MEMBERS", "20000"))
+AW_MAX_RELEASE_UNPACKED_BYTES = int(
+    os.environ.get("AW_MAX_RELEASE_UNPACKED_BYTES", str(2 * 1024 * 1024 * 1024))
+)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agent-World API",
     "DESCRIPTION": "Environments, tasks, training runs and evolution rounds of Agent-World.",

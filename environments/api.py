@@ -14,6 +14,8 @@ from aw_site.parsers import SafeJSONParser
 from aw_site.roles import ADMIN, REVIEWER
 from environments.builder import submit
 from environments.builder.dispatch import (
+    ReleaseUpload,
+    queue_release,
     queue_submission,
     request_from_submission,
     theme_request_from_submission,
@@ -260,14 +262,26 @@ class EnvironmentViewSet(viewsets.ReadOnlyModelViewSet):
     def build(self, request):
         """Build one environment from a built-in source (JSON {"source": NAME}), an uploaded
         file (multipart: file, name, title, category "Primary/Secondary/Tertiary"), a theme or
-        an MCP server, or many built-in sources ({"sources": [...]}). Everything is validated
-        before a job is queued (environments.builder.dispatch, as the console's form); the
-        answer is the job (202)."""
+        an MCP server, or many built-in sources ({"sources": [...]}), or an Agent-World release
+        (multipart: `release`, a zip or tar archive of a release or of one environment's
+        files, checkpoint and questions; optional `env` ids): one catalogue run, one build
+        per environment (the answer adds `catalogue_run`). Everything is validated before a
+        job is queued (environments.builder.dispatch, as the console's form); the answer is
+        the job (202)."""
         # A multipart body over AW_MAX_UPLOAD_BYTES is refused before parsing by
         # aw_site.middleware.RequestSizeLimitMiddleware; the file's own size is checked after.
         files = request.FILES if hasattr(request, "FILES") else {}
         try:
             build_request = request_from_submission(request.data, files, request.user)
+            if isinstance(build_request, ReleaseUpload):
+                run = queue_release(build_request, request.user)
+                answer = {
+                    **JobSerializer(run.job).data,
+                    "catalogue_run": run.pk,
+                    "environments": build_request.environments,
+                    "problems": list(build_request.problems),
+                }
+                return Response(answer, status=status.HTTP_202_ACCEPTED)
         except BuildRequestError as exc:
             return refuse(str(exc))
         job = queue_submission(build_request, request.user)

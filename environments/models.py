@@ -336,6 +336,11 @@ class CatalogueRun(models.Model):
     def selection_label(self) -> str:
         """The selection in words: "only stripe.com/*, sample 20 (seed 25), limit 5"."""
         chosen = self.selection or {}
+        if chosen.get("agent_world"):
+            named = chosen.get("env_ids") or []
+            return "Agent-World release: " + (
+                f"environments {', '.join(named)}" if named else "every environment"
+            )
         parts = []
         if chosen.get("only"):
             parts.append(f"only {chosen['only']}")

@@ -2,7 +2,8 @@
 
 The catalogue stays a handful of queries however large it grows: the taxonomy is read once and
 rolled up in Python, environment counts come from one GROUP BY, and cards use the denormalised
-tool/task counts. The database tab reads the package's ``state.sqlite`` read-only.
+tool/task counts. The database tab reads the package's ``state.sqlite`` read-only, or its JSON
+collections (an Agent-World environment: environments/collection_view.py).
 
 The page shows the tabs registered in environments/page_tabs.py: its own (overview, database,
 tools, MCP) and those of the apps above it (the tool graph and task tabs: tasks/environment_tabs.py).
@@ -256,7 +257,12 @@ def _overview(request, environment: Environment) -> dict[str, Any]:
         "id", "name", "version", "status", "created_at"
     )
     theme = environment.theme
+    release = (environment.manifest or {}).get("release")
     return {
+        "release": release if isinstance(release, dict) else None,
+        "release_category_reason": ((environment.build_yield or {}).get("schema") or {}).get(
+            "category_reason", ""
+        ),
         "versions": versions,
         "theme": theme,
         "provenance": environment.provenance if isinstance(environment.provenance, list) else [],
@@ -378,6 +384,11 @@ def _cell(value: Any) -> str:
 
 
 def _database(request, environment: Environment) -> dict[str, Any]:
+    from environments.collection_view import collection_state
+
+    state = collection_state(environment.manifest)
+    if state is not None:
+        return _collections(request, environment, state)
     path = package_state(environment)
     if path is None:
         return {"database_error": _missing_package_message(environment)}
@@ -389,6 +400,31 @@ def _database(request, environment: Environment) -> dict[str, Any]:
         return {"database": read_database(path, request.GET.get("table"), page_number)}
     except sqlite3.Error as exc:
         return {"database_error": f"Could not read {path.name}: {exc}"}
+
+
+def _collections(request, environment: Environment, state: dict[str, Any]) -> dict[str, Any]:
+    """The database tab of a package of JSON collections (an Agent-World environment)."""
+    from environments.collection_view import read_collection_view, readme_of, rule_sections
+
+    package = Path(environment.package_path) if environment.package_path else None
+    if package is None or not (package / "collections").is_dir():
+        return {
+            "database_error": _missing_package_message(environment).replace(
+                "state.sqlite", "collections/ folder"
+            )
+        }
+    try:
+        page_number = int(request.GET.get("page", "1"))
+    except ValueError:
+        page_number = 1
+    readme = readme_of(package)
+    try:
+        database = read_collection_view(
+            package, state, request.GET.get("table"), page_number, ROWS_PER_PAGE
+        )
+    except OSError as exc:
+        return {"database_error": f"Could not read the collections of {package}: {exc.strerror}"}
+    return {"database": database, "readme": readme, "rules": rule_sections(readme)}
 
 
 def _missing_package_message(environment: Environment) -> str:
@@ -440,8 +476,14 @@ def _build_form_context(values: dict[str, str] | None = None, error: str = "") -
 @require_http_methods(["GET", "POST"])
 def new_environment(request):
     """Upload a file or pick a built-in source, a theme or an MCP server; POST queues the build
-    and shows its progress. The submission is read as the REST API reads it."""
-    from environments.builder.dispatch import queue_submission, request_from_submission
+    and shows its progress. Or upload an Agent-World release archive: its catalogue run is
+    started and shown. The submission is read as the REST API reads it."""
+    from environments.builder.dispatch import (
+        ReleaseUpload,
+        queue_release,
+        queue_submission,
+        request_from_submission,
+    )
     from environments.builder.request import BuildRequestError
 
     if request.method == "GET":
@@ -449,11 +491,14 @@ def new_environment(request):
         return render(request, "environments/new.html", _build_form_context(values))
     values = {
         k: request.POST.get(k, "").strip()
-        for k in ("source", "theme", "mcp", "name", "title", "description", "category")
+        for k in ("source", "theme", "mcp", "name", "title", "description", "category", "env")
     }
     form = {k: v for k, v in values.items() if v}  # the form sends every field, most empty
     try:
         build_request = request_from_submission(form, request.FILES, request.user)
+        if isinstance(build_request, ReleaseUpload):
+            run = queue_release(build_request, request.user)
+            return redirect("catalogue-run", pk=run.pk)
     except BuildRequestError as exc:
         context = _build_form_context(values, str(exc))
         return render(request, "environments/new.html", context, status=400)

@@ -38,8 +38,8 @@ def test_the_cli_imports_a_release_and_the_episode_api_serves_it(storage, releas
     out = StringIO()
     call_command("build_environment", agent_world=str(release.parent), stdout=out)
     text = out.getvalue()
-    assert "job #" in text and "agent_world:0100000 queued" in text
-    assert "published 2 of 2:" in text
+    assert "catalogue run #" in text and "environment_mix queued" in text
+    assert "listed 2: published 2, rejected 0" in text and "published 2 of 2:" in text
     assert (
         "0100000 -> aw_0100000@v1: 6 verified tools, 5 collections, 8 rows; 1 of 2 questions "
         "imported as held-out tasks (kept out: 1 does not reproduce)"
@@ -106,6 +106,7 @@ def test_the_cli_imports_a_release_and_the_episode_api_serves_it(storage, releas
 def test_one_env_of_a_release_and_the_refusals_before_any_job(storage, release):
     out = StringIO()
     call_command("build_environment", agent_world=str(release), env=[TIDES], stdout=out)
+    assert "agent_world:0200000 queued" in out.getvalue()  # --env: a direct build job
     assert "published 1 of 1:" in out.getvalue()
     assert not Environment.objects.filter(name="aw_0100000").exists()
     with pytest.raises(CommandError, match="not a plain folder name"):
@@ -121,7 +122,7 @@ def test_a_broken_environment_is_rejected_naming_the_stage(storage, release):
     (release / f"{TIDES}_step4_checkpoint.json").write_text("{not json", "utf-8")
     shutil.rmtree(release / LIBRARY)  # checkpoint kept, collection folder gone
     out = StringIO()
-    with pytest.raises(CommandError, match="no environment of .* was published"):
+    with pytest.raises(CommandError, match=r"no environment of catalogue run #\d+ was published"):
         call_command("build_environment", agent_world=str(release), stdout=out)
     text = out.getvalue()
     assert "rejected 2 (2 at ingest):" in text

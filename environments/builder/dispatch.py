@@ -1,8 +1,9 @@
 """One reading of a build submission, for the REST API and the console's New environment form.
 
 `request_from_submission(data, files, user)` turns what a person sent (JSON or a form, with or
-without an uploaded file) into a validated `BuildRequest`, or a `CatalogueRequest` for the API's
-bulk form {"sources": [...]}. Everything it refuses raises `BuildRequestError` with one message
+without an uploaded file) into a validated `BuildRequest`, a `CatalogueRequest` for the API's
+bulk form {"sources": [...]}, or a `ReleaseUpload` for an Agent-World release archive (the
+field `release`: unpacked safely and read, then one catalogue run). Everything it refuses raises `BuildRequestError` with one message
 set, so the API (400 JSON) and the console (the form's error) say the same thing; starting an
 MCP server by command as a non-admin raises PermissionDenied (403). A refused submission leaves
 no stored upload behind. `queue_submission` queues the job either way.
@@ -29,11 +30,30 @@ MAX_BULK_SOURCES = 200
 
 TWO_ORIGINS = "give a built-in source, a theme or an MCP server, not two"
 SOURCE_AND_FILE = "give a built-in source or a file, not both"
+RELEASE_AND_OTHER = (
+    "an Agent-World release (the field 'release') is its own origin: send it without a file, "
+    "source, theme or MCP server"
+)
+RELEASE_NAMES_ITSELF = (
+    "a release's environments keep their own names, words and categories (aw_<env_id>, the "
+    "release's taxonomy): send the release without name, title, description, category or options"
+)
 NOT_AN_OBJECT = 'give the build as a JSON object (or a form), e.g. {"source": "airports"}'
 NO_ORIGIN = (
     "no file: send the file in the field 'file', or name a built-in source, a theme or an MCP "
     "server"
 )
+
+
+@dataclass(frozen=True)
+class ReleaseUpload:
+    """An uploaded Agent-World release, unpacked and read (agent_world/upload.py): built as one
+    catalogue run, one build per environment (every one, or those named)."""
+
+    mix: str  # its environment_mix/ folder under the upload's directory
+    env_ids: tuple[str, ...]  # named by the submission; () = every environment
+    environments: int  # environments the release names
+    problems: tuple[str, ...]  # the reader's words for those that will be rejected
 
 
 @dataclass(frozen=True)
@@ -46,11 +66,18 @@ class CatalogueRequest:
 
 def request_from_submission(
     data: Mapping[str, Any], files: Mapping[str, Any] | None, user: Any = None
-) -> BuildRequest | CatalogueRequest:
+) -> BuildRequest | CatalogueRequest | ReleaseUpload:
     """The validated request a submission asks for; BuildRequestError says what is wrong."""
     if not isinstance(data, Mapping):
         raise BuildRequestError(NOT_AN_OBJECT)
     upload = (files or {}).get("file")
+    release = (files or {}).get("release")
+    if release is not None:
+        if upload is not None or any(data.get(k) for k in ORIGIN_FIELDS):
+            raise BuildRequestError(RELEASE_AND_OTHER)
+        if any(data.get(k) for k in (*TEXT_FIELDS, "options")):
+            raise BuildRequestError(RELEASE_NAMES_ITSELF)
+        return release_from_submission(release, data)
     if upload is None and "sources" in data and not data.get("source"):
         return catalogue_from_submission(data)
     fields = build_fields(data)
@@ -83,6 +110,52 @@ def request_from_submission(
         if stored is not None:
             remove_upload(stored.directory)
         raise
+
+
+def release_from_submission(release: Any, data: Mapping[str, Any]) -> ReleaseUpload:
+    """An uploaded release archive, stored and unpacked under the upload's own directory and
+    read by the release reader; refused in the reader's words (the upload removed then)."""
+    from environments.agent_world.release import ReleaseError
+    from environments.agent_world.upload import (
+        check_env_ids,
+        is_release_archive_name,
+        unpack_release,
+    )
+
+    name = release.name or ""
+    if not is_release_archive_name(name):
+        raise BuildRequestError(
+            f"{name or 'the release'}: an Agent-World release is sent as a zip or tar archive "
+            "(.zip, .tar, .tar.gz, .tgz, .tar.bz2, .tar.xz)"
+        )
+    check_name_and_size(name, release.size)
+    env_ids = release_env_ids(data)
+    stored = store_upload(release.chunks(), name)
+    try:
+        unpacked = unpack_release(stored.path, stored.filename, stored.directory)
+        named = check_env_ids(unpacked, env_ids)
+    except ReleaseError as exc:
+        remove_upload(stored.directory)
+        raise BuildRequestError(str(exc)) from None
+    except BaseException:
+        remove_upload(stored.directory)
+        raise
+    stored.path.unlink(missing_ok=True)  # the unpacked release is what the builds read
+    return ReleaseUpload(str(unpacked.mix), named, len(unpacked.env_ids), unpacked.problems)
+
+
+def release_env_ids(data: Mapping[str, Any]) -> list[str]:
+    """The environment ids a release submission names ('env', repeated or comma-separated)."""
+    raw = data.getlist("env") if hasattr(data, "getlist") else data.get("env")
+    if raw in (None, ""):
+        return []
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
+        raise BuildRequestError("env: give environment ids of the release")
+    ids = [part.strip() for value in values for part in value.replace(",", " ").split()]
+    if len(ids) > 5000:
+        raise BuildRequestError("env: at most 5000 environment ids")
+    return ids
 
 
 def theme_request_from_submission(
@@ -152,9 +225,24 @@ def catalogue_from_submission(data: Mapping[str, Any]) -> CatalogueRequest:
     return CatalogueRequest(tuple(sources), workers)
 
 
-def queue_submission(request: BuildRequest | CatalogueRequest, user: Any = None) -> Job:
-    """The `environments.build` job for one request, or `environments.build_catalogue` for
-    the bulk form (which fans out one build per source)."""
+def queue_release(upload: ReleaseUpload, user: Any = None) -> Any:
+    """The catalogue run of an uploaded release (its fan-out job queued): a CatalogueRun."""
+    from environments.agent_world.release import ReleaseError
+    from environments.directory.releases import start_release_run
+
+    try:
+        return start_release_run(upload.mix, list(upload.env_ids), user=user)
+    except ReleaseError as exc:
+        raise BuildRequestError(str(exc)) from None
+
+
+def queue_submission(
+    request: BuildRequest | CatalogueRequest | ReleaseUpload, user: Any = None
+) -> Job:
+    """The `environments.build` job for one request, `environments.build_catalogue` for the
+    bulk form (which fans out one build per source), or a release's catalogue-run fan-out."""
+    if isinstance(request, ReleaseUpload):
+        return queue_release(request, user).job
     if isinstance(request, CatalogueRequest):
         return submit.queue_catalogue(list(request.sources), request.workers, user)
     return submit.queue_build(request, user)

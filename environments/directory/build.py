@@ -27,6 +27,8 @@ from environments.directory.mcp_packages import (
     package_theme,
     packages_root,
 )
+from environments.directory.releases import KEY_PREFIX as RELEASE_KEY_PREFIX
+from environments.directory.releases import build_released
 from environments.discovery.themes import ThemeError
 from environments.models import CatalogueItem, Environment, Theme
 
@@ -63,6 +65,8 @@ def build_document(ctx: JobContext, item_id: int) -> dict[str, Any]:
 
 
 def build_claimed(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
+    if item.key.startswith(RELEASE_KEY_PREFIX):
+        return build_released(ctx, item)
     try:
         document, themes = item_themes(ctx, item)
     except (ThemeError, RecursionError, PackageError) as exc:

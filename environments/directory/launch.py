@@ -65,7 +65,12 @@ def run_packages(run: CatalogueRun) -> list[MCPPackage]:
 
 
 def run_documents(run: CatalogueRun) -> list[DirectoryDocument]:
-    """What the run builds: its directory's selected documents, then its MCP packages."""
+    """What the run builds: its directory's selected documents, then its MCP packages; or the
+    environments of an Agent-World release (directory/releases.py)."""
+    from environments.directory.releases import is_release_run, run_release_documents
+
+    if is_release_run(run):
+        return run_release_documents(run)
     chosen = run.selection or {}
     selection = Selection(**{k: chosen.get(k) for k in ("only", "sample", "seed", "limit")})
     documents = list_documents(Path(run.source), selection) if run.source else []

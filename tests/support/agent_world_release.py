@@ -460,3 +460,44 @@ SNOOPING_TOOLS = (
 """,
     ),
 )
+
+
+def add_small_environment(mix: str | Path, env_id: str, name: str = "Harbour Buoys") -> Path:
+    """A one-document, one-tool environment like the tide table, under another id (fast to
+    verify: release fan-outs of several environments)."""
+    mix = Path(mix)
+    folder = mix / env_id
+    _write_json(folder / "tides.json", {"station": f"{name} — Bøje 3", "high": ["07:01"]})
+    (folder / "README.md").write_text(f"# {name}\nOne document: the day's high waters.\n")
+    _write_json(
+        mix / f"{env_id}_step4_checkpoint.json",
+        checkpoint(
+            env_id,
+            name,
+            {"L1_id": "L1-06", "L1_name": "Weather & Geospatial", "L2_name": "Weather Forecasting"},
+            [("get_tides", "Today's high waters.", _schema({}, []), GET_TIDES)],
+            ["tides.json"],
+        ),
+    )
+    return folder
+
+
+def add_broken_environment(mix: str | Path, env_id: str) -> Path:
+    """An environment whose checkpoint is not JSON (the reader refuses it in words)."""
+    mix = Path(mix)
+    _write_json(mix / env_id / "rows.json", [{"id": 1}])
+    checkpoint_path = mix / f"{env_id}_step4_checkpoint.json"
+    checkpoint_path.write_text("{not json", encoding="utf-8")
+    return checkpoint_path
+
+
+def write_small_release(root: str | Path, good: tuple[str, ...], broken: tuple[str, ...] = ()):
+    """A release of small environments (`add_small_environment`) and broken ones; returns
+    environment_mix/."""
+    mix = Path(root) / "environment_mix"
+    mix.mkdir(parents=True, exist_ok=True)
+    for index, env_id in enumerate(good):
+        add_small_environment(mix, env_id, f"Harbour Buoys {index + 1}")
+    for env_id in broken:
+        add_broken_environment(mix, env_id)
+    return mix

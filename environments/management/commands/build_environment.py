@@ -14,9 +14,11 @@ with one, a Celery worker on the sandbox queue runs it. Progress lines are print
 ends; the exit code is non-zero when the build fails.
 
 `--agent-world` imports environments of a release in the paper's format (PATH: a checkout or
-its environment_mix/): one build job per environment (every one, or those named by --env),
-then a summary of what was published and what was rejected, by stage and reason; the exit code
-is non-zero when none was published.
+its environment_mix/). The whole release is one catalogue run (environments/directory/: one
+build job per environment, a ledger row each, resumable; a second run builds nothing again);
+`--env ID` builds the named environments directly, one build job each. Then a summary of what
+was published and what was rejected, by stage and reason; the exit code is non-zero when there
+was something to build and none was published.
 """
 
 from __future__ import annotations
@@ -150,15 +152,25 @@ class Command(BaseCommand):
     def import_release(
         self, release: str, env_ids: list[str], fields: dict, no_wait: bool, timeout: float
     ) -> None:
-        """One build job per released environment, then what was published and rejected."""
-        from environments.agent_world.release import ReleaseError, environment_ids, mix_directory
+        """A whole release is one catalogue run (resumable; a second run builds nothing again);
+        `--env ID` builds those environments directly, one build job each."""
+        from environments.agent_world.release import ReleaseError
 
-        try:
-            env_ids = env_ids or environment_ids(mix_directory(release))
-        except ReleaseError as exc:
-            raise CommandError(str(exc)) from exc
         if not env_ids:
-            raise CommandError(f"{release}: the release holds no environment")
+            if fields:
+                raise CommandError(
+                    "--name, --title, --category and options name one environment: give --env"
+                )
+            from environments.directory.releases import start_release_run
+
+            try:
+                run = start_release_run(release)
+            except ReleaseError as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(f"catalogue run #{run.pk} of {run.source} queued (job #{run.job_id})")
+            if not no_wait:
+                self.report_run(self.follow_run(run, timeout))
+            return
         if len(env_ids) > 1 and fields.get("name"):
             raise CommandError("--name names one environment: give one --env with it")
         try:
@@ -175,24 +187,74 @@ class Command(BaseCommand):
             record = self.follow(job.pk, timeout)
             if record.state == Job.State.SUCCEEDED:
                 environment = Environment.objects.get(pk=record.result["environment"])
-                questions = (environment.build_yield or {}).get("questions") or {}
-                line = (
-                    f"{request.env_id} -> {environment.label}: {environment.tool_count} verified "
-                    f"tools, {environment.table_count} collections, {environment.row_count} rows"
-                )
-                if questions.get("questions"):
-                    kept_out = ", ".join(
-                        f"{n} {k}" for k, n in questions["kept_out_by_reason"].items()
-                    )
-                    line += (
-                        f"; {questions['imported']} of {questions['questions']} questions "
-                        f"imported as held-out tasks"
-                        + (f" (kept out: {kept_out})" if kept_out else "")
-                    )
-                published.append(line)
+                published.append(released_line(request.env_id, environment))
             else:
                 rejected.append((request.env_id, self.failure(record)))
-        self.stdout.write(f"published {len(published)} of {len(jobs)}:")
+        self.write_outcome(published, rejected, len(jobs))
+        if not published:
+            raise CommandError(f"no environment of {release} was published")
+
+    def follow_run(self, run, timeout: float):
+        """Print the run's progress until every environment of it has an outcome."""
+        from environments.directory.ledger import run_summary
+
+        last, deadline = "", time.monotonic() + timeout
+        while True:
+            run.refresh_from_db()
+            job = Job.objects.get(pk=run.job_id)
+            if job.state == Job.State.FAILED:
+                raise CommandError(f"catalogue run #{run.pk} could not start: {job.error}")
+            summary = run_summary(run)
+            line = (
+                f"listing the release: {job.message or job.state}"
+                if not job.is_finished
+                else f"listed {summary.listed}: published {summary.counts['published']}, "
+                f"rejected {summary.counts['rejected']}, failed {summary.counts['failed']}, "
+                f"remaining {summary.remaining}; built by earlier runs {summary.done_before}"
+            )
+            if line != last:
+                self.stdout.write(line)
+                last = line
+            if job.is_finished and summary.finished:
+                return summary
+            if time.monotonic() > deadline:
+                raise CommandError(f"catalogue run #{run.pk} still running after {timeout:.0f}s")
+            time.sleep(0.3)
+
+    def report_run(self, summary) -> None:
+        """Published and rejected environments of the run, by reason; fails when it had some
+        to build and published none."""
+        from environments.directory.releases import KEY_PREFIX
+        from environments.models import CatalogueItem
+
+        items = list(CatalogueItem.objects.filter(run_id=summary.run).order_by("key"))
+        environments = Environment.objects.in_bulk(
+            [pk for item in items for pk in item.environments or []]
+        )
+        published, rejected = [], []
+        for item in items:
+            env_id = item.key.removeprefix(KEY_PREFIX)
+            built = [environments[pk] for pk in item.environments or [] if pk in environments]
+            if item.state == CatalogueItem.State.PUBLISHED and built:
+                published.append(released_line(env_id, built[0]))
+            else:
+                rejected.append((env_id, item.reason or item.state))
+        if summary.done_before:
+            self.stdout.write(
+                f"{summary.done_before} environments built by an earlier run: not built again"
+            )
+        if not items:
+            return
+        self.write_outcome(published, rejected, len(items))
+        if rejected:
+            self.stdout.write("rejected by reason:")
+            for reason, count in summary.top_reasons:
+                self.stdout.write(f"{count:5d}  {reason}")
+        if not published:
+            raise CommandError(f"no environment of catalogue run #{summary.run} was published")
+
+    def write_outcome(self, published: list[str], rejected: list[tuple[str, str]], total: int):
+        self.stdout.write(f"published {len(published)} of {total}:")
         for line in published:
             self.stdout.write(f"  {line}")
         if rejected:
@@ -208,8 +270,6 @@ class Command(BaseCommand):
             self.stdout.write(f"rejected {len(rejected)} ({counts}):")
             for env_id, reason in rejected:
                 self.stdout.write(f"  {env_id}: {reason[:500]}")
-        if not published:
-            raise CommandError(f"no environment of {release} was published")
 
     def follow(self, job_id: int, timeout: float) -> Job:
         last, deadline = "", time.monotonic() + timeout
@@ -232,3 +292,19 @@ class Command(BaseCommand):
         if environment is not None and environment.failure_reason:
             return f"{environment.label} {environment.status}: {environment.failure_reason}"
         return record.error or record.state
+
+
+def released_line(env_id: str, environment: Environment) -> str:
+    """One published released environment in a line: what it holds, its questions' fate."""
+    questions = (environment.build_yield or {}).get("questions") or {}
+    line = (
+        f"{env_id} -> {environment.label}: {environment.tool_count} verified "
+        f"tools, {environment.table_count} collections, {environment.row_count} rows"
+    )
+    if questions.get("questions"):
+        kept_out = ", ".join(f"{n} {k}" for k, n in questions["kept_out_by_reason"].items())
+        line += (
+            f"; {questions['imported']} of {questions['questions']} questions "
+            "imported as held-out tasks" + (f" (kept out: {kept_out})" if kept_out else "")
+        )
+    return line
