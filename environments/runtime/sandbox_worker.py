@@ -547,7 +547,8 @@ def _origin(exc: BaseException) -> str | None:
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         filename = frame.f_code.co_filename
         # tools.py, a released tool's <function>.py, or a program: never a library's frame
-        if filename == "<program>" or (filename.endswith(".py") and not os.path.isabs(filename)):
+        released = filename.endswith(".py") and not os.path.isabs(filename)
+        if filename == "<program>" or filename.endswith(f"{os.sep}tools.py") or released:
             where = f"{os.path.basename(filename)}:{lineno} in {frame.f_code.co_name}"
     return where
 
