@@ -29,9 +29,11 @@ from tasks.answer_contract import (
     compare,
     normalise_text,
     read_submission,
+    structured_answer,
     task_contract,
 )
 from tasks.reward_breakdown import RewardBreakdown, RewardComponent
+from tasks.rubric_judge import judge_success_criteria, success_criteria
 from tasks.state_changes import compare_diffs, given_key_tables
 from tasks.synthesis.task_spec import TaskSpec, as_task, canonical_json
 from tasks.trajectory import Step, Trajectory
@@ -59,7 +61,8 @@ class RewardSettings:
 
     partial_cap: float = field(default_factory=partial_cap_from_env)  # most an unsolved run earns
     efficiency_penalty: float = 0.1  # a solved run using many more calls than gold loses this
-    llm_judge: bool = True  # judge free-text answers with aw_site.llm when configured
+    llm_judge: bool = True  # judge free-text answers (and released questions' success
+    # criteria) with aw_site.llm when configured
 
 
 # --- reading trajectories -----------------------------------------------------------------
@@ -193,15 +196,42 @@ def _answer(task: TaskSpec, trajectory: Trajectory, settings: RewardSettings) ->
         )
     if not submission.valid:
         reason = f"answer unusable: {submission.problem}"
+        judged = _criteria_judged(task, trajectory.final_answer, settings)
+        if judged is not None:
+            return judged
         return _Answer(RewardComponent(0.0, 1.0, reason), False, 0.0, submission)
     check = compare(contract, task.reference_answer, submission.value)
     correct, partial, reason = check.correct, check.partial, check.reason
+    if not correct:
+        judged = _criteria_judged(task, trajectory.final_answer, settings)
+        if judged is not None:
+            return judged
     if not correct and contract.kind == "text" and settings.llm_judge:
         judged = judge_free_text(task, str(submission.value))
         if judged is not None:
             correct, reason = judged
             partial = float(correct)
     return _Answer(RewardComponent(partial, 1.0, reason), correct, partial, submission)
+
+
+def _criteria_judged(task: TaskSpec, final: Any, settings: RewardSettings) -> _Answer | None:
+    """A released question's answer the executable check did not accept, judged by the LLM on
+    its stored success criteria (tasks.rubric_judge); None without criteria or an LLM."""
+    if not settings.llm_judge or not success_criteria(task):
+        return None
+    found, value, _ = structured_answer(final)
+    if found and value is None:
+        return None
+    if found:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    else:
+        text = "" if final is None else str(final)
+    judged = judge_success_criteria(task, text, JUDGE_CACHE)
+    if judged is None:
+        return None
+    verdict, cached = judged
+    component = RewardComponent(verdict.share, 1.0, verdict.words(cached))
+    return _Answer(component, verdict.correct, verdict.share, Submission(True, value, None))
 
 
 @dataclass

@@ -5,10 +5,12 @@ a log collection is found, a collection only one tool appends to is not."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from environments.agent_world.package import CollectionPlan, write_collection_package
-from environments.agent_world.release import read_environment
+from environments.agent_world.release import Collection, read_environment
 from environments.agent_world.verify import candidate_arguments, verify_release_tools
 from environments.runtime import SandboxPool
 from tests.support.agent_world_release import LIBRARY, STRING, _schema, write_release
@@ -140,4 +142,21 @@ def test_arguments_come_from_question_chains_then_real_rows(tmp_path):
         {"max_loans_per_member": 3},
         {"max_loans_per_member": 4},  # nearby values, so a write has something to change
         {"max_loans_per_member": 5},
+    ]
+
+
+def test_a_key_is_drawn_from_the_collection_named_for_it_in_any_plural(tmp_path):
+    """`match_id` takes the ids of `matches` (not a made-up "sample" that answers an error)."""
+    environment = read_environment(write_release(tmp_path), LIBRARY)
+    matches = Collection("matches", [{"id": "mt_01", "home": "Åland"}, {"id": "mt_02"}])
+    environment = dataclasses.replace(environment, collections=(*environment.collections, matches))
+    tool = dataclasses.replace(
+        environment.tools[0],
+        name="update_match_status",
+        parameters={"type": "object", "properties": {"match_id": {"type": "string"}},
+                    "required": ["match_id"]},
+    )  # fmt: skip
+    assert candidate_arguments(tool, environment)[:2] == [
+        {"match_id": "mt_01"},
+        {"match_id": "mt_02"},
     ]

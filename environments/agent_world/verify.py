@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from environments.discovery.naming import singular
+
 from .release import ReleaseEnvironment, ReleaseTool, ToolRefusal
 
 CANDIDATES_PER_TOOL = 3
@@ -334,7 +336,7 @@ def field_values(name: str, environment: ReleaseEnvironment) -> list[Any]:
     stem = name[: -len("_id")] if name.endswith("_id") else ""
     for collection in environment.collections:
         rows = collection.data if isinstance(collection.data, list) else [collection.data]
-        owner = bool(stem) and _singular(collection.name).endswith(stem)
+        owner = bool(stem) and singular(collection.name).endswith(stem)
         for row in rows:
             if not isinstance(row, dict):
                 continue
@@ -354,12 +356,6 @@ def _nearby(value: Any, index: int) -> Any:
     if isinstance(value, int | float):
         return value + index
     return f"{value} {index + 1}"
-
-
-def _singular(name: str) -> str:
-    if name.endswith("ies"):
-        return name[:-3] + "y"
-    return name[:-1] if name.endswith("s") else name
 
 
 def _scalar(value: Any) -> bool:

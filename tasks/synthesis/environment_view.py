@@ -1,7 +1,9 @@
 """Read-only view of an environment package: its manifest, tables and real rows.
 
 Synthesis draws arguments from real rows, so it reads the package's canonical
-``state.sqlite`` directly (opened read-only) instead of going through tools.
+``state.sqlite`` directly (opened read-only) instead of going through tools. A package whose
+state is a folder of JSON collections (a released environment) is read as tables by
+collection_tables.py: a list of rows is a table, keyed by `id` or `<singular>_id`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from environments.package import COLLECTION_BACKEND
 from environments.tool_operations import ToolOperation, manifest_operations
+from tasks.synthesis.collection_tables import read_collection_tables
 
 
 def package_root(package: Any) -> Path:
@@ -70,6 +74,11 @@ class EnvironmentView:
         self._values: dict[tuple[str, str], list[Any]] = {}
         self._rows: dict[str, list[dict[str, Any]]] = {}
 
+    @property
+    def collections(self) -> bool:
+        """Whether the state is a folder of JSON collections (no state.sqlite)."""
+        return (self.manifest.get("state") or {}).get("backend") == COLLECTION_BACKEND
+
     def _connect(self) -> sqlite3.Connection:
         uri = f"file:{self.root / 'state.sqlite'}?mode=ro&immutable=1"
         db = sqlite3.connect(uri, uri=True)
@@ -115,6 +124,13 @@ class EnvironmentView:
 
     @cached_property
     def tables(self) -> dict[str, TableInfo]:
+        if self.collections:
+            read = read_collection_tables(self.root, self.manifest)
+            self._rows.update({name: table.rows for name, table in read.items()})
+            return {
+                name: TableInfo(name, t.columns, t.primary_key, t.foreign_keys)
+                for name, t in read.items()
+            }
         declared = self.manifest.get("tables", {})
         result: dict[str, TableInfo] = {}
         with self._connect() as db:
@@ -144,6 +160,8 @@ class EnvironmentView:
         """All rows of a table in primary-key order (cached; the state is immutable)."""
         if table not in self._rows:
             info = self.tables[table]
+            if table in self._rows:  # read with the collections
+                return self._rows[table]
             order = ", ".join(f'"{c}"' for c in info.primary_key) or "rowid"
             with self._connect() as db:
                 self._rows[table] = [

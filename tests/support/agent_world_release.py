@@ -501,3 +501,153 @@ def write_small_release(root: str | Path, good: tuple[str, ...], broken: tuple[s
     for env_id in broken:
         add_broken_environment(mix, env_id)
     return mix
+
+
+# A third environment, written on its own (write_shop_release): customers and their orders,
+# with a tool listing one customer's orders, so programmatic tasks have a parent -> children
+# shape to loop over. Rows keyed by `customer_id` / `order_id` (no `id`), a clock-stamping
+# status update, and a log collection every call appends to.
+SHOP = "0300000"
+CUSTOMERS = [
+    {"customer_id": "c_01", "name": "Åsa Lindqvist", "city": "Malmö", "tier": "gold"},
+    {"customer_id": "c_02", "name": "Bruno Díaz", "city": "Sevilla", "tier": "silver"},
+    {"customer_id": "c_03", "name": "Chen Wei", "city": "上海", "tier": "gold"},
+]
+ORDERS = [
+    {"order_id": "o_101", "customer_id": "c_01", "total": 120.5, "items": 3, "status": "paid"},
+    {"order_id": "o_102", "customer_id": "c_01", "total": 35.0, "items": 1, "status": "open"},
+    {"order_id": "o_103", "customer_id": "c_02", "total": 80.0, "items": 2, "status": "paid"},
+    {"order_id": "o_104", "customer_id": "c_03", "total": 15.25, "items": 1, "status": "open"},
+    {"order_id": "o_105", "customer_id": "c_03", "total": 64.0, "items": 4, "status": "paid"},
+    {"order_id": "o_106", "customer_id": "c_02", "total": 22.0, "items": 2, "status": "open"},
+]
+
+_SHOP_LOAD = """import json, os, time
+DB = os.environ.get("MCP_DB_DIR", ".")
+
+
+def _load(name):
+    try:
+        with open(os.path.join(DB, name)) as handle:
+            return json.load(handle)
+    except Exception:
+        return []
+
+
+def _save(name, data):
+    with open(os.path.join(DB, name), "w") as handle:
+        json.dump(data, handle, ensure_ascii=False)
+
+
+def _audit(tool):
+    log = _load("audit_log.json")
+    log.append({"tool": tool, "at": time.time()})
+    _save("audit_log.json", log)
+"""
+SHOP_TOOLS = [
+    (
+        "list_customers",
+        "List customers, optionally of one tier.",
+        _schema({"tier": {"type": "string", "enum": ["gold", "silver"]}}, []),
+        _SHOP_LOAD
+        + """
+
+def list_customers(tier=None, **_extra):
+    _audit("list_customers")
+    rows = [c for c in _load("customers.json") if tier is None or c["tier"] == tier]
+    return {"customers": rows, "count": len(rows)}
+""",
+    ),
+    (
+        "get_customer",
+        "One customer by id.",
+        _schema({"customer_id": STRING}, ["customer_id"]),
+        _SHOP_LOAD
+        + """
+
+def get_customer(customer_id, **_extra):
+    _audit("get_customer")
+    for row in _load("customers.json"):
+        if row["customer_id"] == customer_id:
+            return row
+    return {"error": {"code": "NOT_FOUND", "message": "no customer " + customer_id}}
+""",
+    ),
+    (
+        "list_orders_for_customer",
+        "The orders of one customer.",
+        _schema({"customer_id": STRING}, ["customer_id"]),
+        _SHOP_LOAD
+        + """
+
+def list_orders_for_customer(customer_id, **_extra):
+    _audit("list_orders_for_customer")
+    rows = [o for o in _load("orders.json") if o["customer_id"] == customer_id]
+    return {"orders": rows}
+""",
+    ),
+    (
+        "get_order",
+        "One order by id.",
+        _schema({"order_id": STRING}, ["order_id"]),
+        _SHOP_LOAD
+        + """
+
+def get_order(order_id, **_extra):
+    _audit("get_order")
+    for row in _load("orders.json"):
+        if row["order_id"] == order_id:
+            return {"found": True, "order": row}
+    return {"found": False}
+""",
+    ),
+    (
+        "update_order_status",
+        "Set an order's status (open -> paid | cancelled).",
+        _schema(
+            {"order_id": STRING, "status": {"type": "string", "enum": ["paid", "cancelled"]}},
+            ["order_id", "status"],
+        ),
+        _SHOP_LOAD
+        + """
+
+def update_order_status(order_id, status, **_extra):
+    import datetime
+    _audit("update_order_status")
+    orders = _load("orders.json")
+    for row in orders:
+        if row["order_id"] == order_id:
+            row["status"] = status
+            row["updated_at"] = datetime.datetime.utcnow().isoformat()
+            _save("orders.json", orders)
+            return {"order": row}
+    raise KeyError("no order " + order_id)
+""",
+    ),
+]
+
+
+def write_shop_release(root: str | Path) -> Path:
+    """A release of the one shop environment at root/environment_mix/; returns that folder."""
+    mix = Path(root) / "environment_mix"
+    shop = mix / SHOP
+    files = {"customers.json": CUSTOMERS, "orders.json": ORDERS, "audit_log.json": []}
+    for filename, data in files.items():
+        _write_json(shop / filename, data)
+    (shop / "README.md").write_text(
+        "# Corner Shop\n\n## Business rules\n- An order moves open -> paid | cancelled.\n",
+        encoding="utf-8",
+    )
+    taxonomy = {
+        "L1_id": "L1-03",
+        "L1_name": "Commerce & Retail",
+        "L2_id": "L2-07",
+        "L2_name": "E-commerce",
+        "L3_name": "Order Management",
+    }
+    _write_json(
+        mix / f"{SHOP}_step4_checkpoint.json",
+        checkpoint(SHOP, "Corner Shop", taxonomy, SHOP_TOOLS, list(files)),
+    )
+    _write_json(mix / "index.json", [{"env_id": SHOP, "name": "Corner Shop"}])
+    return mix
