@@ -94,8 +94,16 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+SQLITE_OPTIONS = {  # see the embedded default below: concurrent job threads wait, not fail
+    "timeout": 30,
+    "init_command": "PRAGMA journal_mode=WAL;",
+    "transaction_mode": "IMMEDIATE",
+}
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # sqlite:///path: the same waits
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -104,11 +112,7 @@ else:
             "NAME": VAR_DIR / "agent_world.sqlite3",
             # IMMEDIATE: a transaction takes the write lock when it begins, so concurrent job
             # threads wait on the busy timeout instead of failing a read-to-write upgrade.
-            "OPTIONS": {
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL;",
-                "transaction_mode": "IMMEDIATE",
-            },
+            "OPTIONS": dict(SQLITE_OPTIONS),
         }
     }
 DATABASES["default"].setdefault("TEST", {})

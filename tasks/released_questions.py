@@ -26,7 +26,7 @@ from environments.agent_world.package import QUESTIONS_FILE
 from environments.agent_world.release import ReleaseQuestion, parse_questions
 from environments.models import Environment
 from environments.package import EnvironmentPackage, load_package
-from tasks.answer_contract import contract_for
+from tasks.answer_contract import answer_instruction, contract_for
 from tasks.models import Task
 from tasks.records import record_tasks
 from tasks.synthesis.task_spec import TaskSpec, canonical_signature
@@ -140,11 +140,13 @@ def replay_question(
     ]
     writes = sum(1 for s in gold_chain if s["kind"] == "write")
     release = package.manifest.get("release") or {}
+    contract = contract_for(result)
     spec = TaskSpec(
         kind=Task.Kind.GRAPH,  # a gold tool chain, as graph tasks have
         environment=package.name,
         environment_version=package.version,
-        instruction=question.task,
+        # the released request as written, then the answer's shape every task states
+        instruction=f"{question.task}\n{answer_instruction(contract)}",
         gold_chain=gold_chain,
         reference_answer=result,
         expected_state_hash=state_hash,
@@ -157,7 +159,7 @@ def replay_question(
             "question": index,
             "success_criteria": list(question.success_criteria),
         },
-        answer_contract=contract_for(result).to_dict(),
+        answer_contract=contract.to_dict(),
     )
     spec.signature = canonical_signature(
         ["agent_world", package.name, package.version, question.task, gold_chain]
