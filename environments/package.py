@@ -15,6 +15,8 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,11 +223,7 @@ def write_package(
     """
     _check_manifest(manifest)
     target = Path(root) / manifest["name"] / f"v{manifest['version']}"
-    if target.exists():
-        raise PackageError(f"{target} already exists; versions are immutable")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".v{manifest['version']}-", dir=target.parent))
-    try:
+    with staged_version(target) as staging:
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
         (staging / "provenance.json").write_text(
             json.dumps(provenance, indent=2, ensure_ascii=False)
@@ -233,13 +231,27 @@ def write_package(
         (staging / "tools.py").write_text(tools_source)
         (staging / "tool_tests.py").write_text(tests_source)
         _copy_database(Path(state_db_path), staging / "state.sqlite")
+    return target
+
+
+@contextmanager
+def staged_version(target: Path) -> Iterator[Path]:
+    """A temporary sibling of ``target`` (``<root>/<name>/v<version>``) to write a package
+    into: validated with load_package and renamed into place when the block ends, removed when
+    it raises, so a reader never sees a half-written version; an existing version is never
+    overwritten (versions are immutable)."""
+    if target.exists():
+        raise PackageError(f"{target} already exists; versions are immutable")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        yield staging
         load_package(staging)
         os.chmod(staging, 0o755)
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def _copy_database(source: Path, target: Path) -> None:

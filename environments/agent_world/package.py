@@ -14,12 +14,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from environments.package import COLLECTION_BACKEND, PackageError, load_package
+from environments.package import COLLECTION_BACKEND, staged_version
 from environments.runtime import json_state
 
 from .release import ReleaseEnvironment, ReleaseTool
@@ -106,11 +105,7 @@ def write_collection_package(
     """Publish at <root>/<name>/v<version>/ (staged, validated, renamed into place; an existing
     version is never overwritten)."""
     target = Path(root) / plan.name / f"v{plan.version}"
-    if target.exists():
-        raise PackageError(f"{target} already exists; versions are immutable")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".v{plan.version}-", dir=target.parent))
-    try:
+    with staged_version(target) as staging:
         manifest = manifest_of(environment, plan)
         (staging / "manifest.json").write_text(
             json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8"
@@ -139,10 +134,4 @@ def write_collection_package(
         (staging / "tools").mkdir()
         for tool in plan.tools:
             (staging / "tools" / f"{tool.function}.py").write_text(tool.source, encoding="utf-8")
-        load_package(staging)
-        os.chmod(staging, 0o755)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return target

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from environments.discovery.openapi_refs import follow_ref
 from environments.discovery.themes import flat_object, resolve_refs
 
 from .theme_envelope import list_rows_property, single_object_property
@@ -37,11 +38,11 @@ def _envelope_of_itself(name: str, schema: Any, doc: dict) -> bool:
     """Whether `name` is the list of the rows its own name makes (`Tasks` holding `items:
     [Task]` besides `etag`, `kind`, `nextPageToken`): its other fields are bookkeeping of the
     list, and read as that entity they would merge into its rows."""
-    props = _follow(schema, doc).get("properties")
+    props = follow_ref(schema, doc).get("properties")
     wrapped = [
-        _ref_name(_follow(sub, doc).get("items") or {})
+        _ref_name(follow_ref(sub, doc).get("items") or {})
         for sub in (props.values() if isinstance(props, dict) else ())
-        if _follow(sub, doc).get("type") == "array"
+        if follow_ref(sub, doc).get("type") == "array"
     ]
     wrapped = [w for w in wrapped if w and w != name and entity_name(w) == entity_name(name)]
     return len(wrapped) == 1
@@ -77,7 +78,7 @@ def response_entity(doc: dict, http: dict) -> str:
     for _ in range(6):  # a reference to a list, to an envelope, to the rows: a few steps
         schema = _single_part(schema) or schema
         name = _ref_name(schema)
-        target = _follow(schema, doc)
+        target = follow_ref(schema, doc)
         target = _single_part(target) or target
         if target.get("type") == "array" or "items" in target and "properties" not in target:
             schema = target.get("items") or {}
@@ -97,29 +98,15 @@ def _body_schema(doc: dict, http: dict) -> Any:
     """The JSON schema of an operation's first 2xx response as written ({} for none): its
     own `$ref` kept, so that the name of what it answers stays readable."""
     paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
-    item = _follow(paths.get(http.get("path", "")) or {}, doc)
-    operation = _follow(item.get(str(http.get("method", "")).lower()), doc)
-    responses = _follow(operation.get("responses"), doc)
+    item = follow_ref(paths.get(http.get("path", "")) or {}, doc)
+    operation = follow_ref(item.get(str(http.get("method", "")).lower()), doc)
+    responses = follow_ref(operation.get("responses"), doc)
     for status, response in sorted(responses.items(), key=lambda item: str(item[0])):
         if str(status).startswith("2"):
-            content = _follow(_follow(response, doc).get("content"), doc)
+            content = follow_ref(follow_ref(response, doc).get("content"), doc)
             media = next((m for m in content if "json" in str(m)), "")
-            return _follow(content.get(media), doc).get("schema") or {} if media else {}
+            return follow_ref(content.get(media), doc).get("schema") or {} if media else {}
     return {}
-
-
-def _follow(value: Any, doc: dict) -> dict:
-    """A node of the document with its own `$ref` (only) followed; {} when not an object."""
-    for _ in range(4):
-        ref = value.get("$ref") if isinstance(value, dict) else None
-        if not (isinstance(ref, str) and ref.startswith("#/")):
-            break
-        target: Any = doc
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part, {}) if isinstance(target, dict) else {}
-        value = target
-    return value if isinstance(value, dict) else {}
 
 
 def _single_part(schema: Any) -> Any:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+
+from environments.discovery.openapi_refs import follow_ref
 
 from .naming import squashed
 
@@ -149,20 +150,7 @@ def transport_note(names: list[str]) -> str:
 
 def _parameters(doc: dict, op: dict, item: dict) -> list[dict]:
     listed = [p for p in (op.get("parameters"), item.get("parameters")) if isinstance(p, list)]
-    return [p for p in (_follow(p, doc) for g in listed for p in g) if p]
-
-
-def _follow(value: Any, doc: dict) -> dict:
-    for _ in range(4):
-        ref = value.get("$ref") if isinstance(value, dict) else None
-        if not (isinstance(ref, str) and ref.startswith("#/")):
-            break
-        target: Any = doc
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part, {}) if isinstance(target, dict) else {}
-        value = target
-    return value if isinstance(value, dict) else {}
+    return [p for p in (follow_ref(p, doc) for g in listed for p in g) if p]
 
 
 def _schema_properties(doc: dict) -> set[str]:
