@@ -144,7 +144,7 @@ def fmt_in(value, text: str) -> bool:
 
 def test_goal_hard_adds_conditions_discoveries_and_distractors(synthesized):
     texts = [t.instruction for _, t in synthesized["goal_hard"]]
-    assert any("only if" in x or "unless" in x for x in texts)
+    assert any("Before you do, check that" in x for x in texts)
     assert any("so leave that one alone" in x for x in texts)
     assert any(t.metadata["discovered"] for _, t in synthesized["goal_hard"])
 
@@ -317,7 +317,7 @@ def test_order_arguments_read_as_an_order(arguments, said):
 
 
 def test_a_yes_no_column_is_never_a_condition_or_a_fact(tmp_path):
-    """ "Do this only if the is active of the member ... is above -1" holds always and reads
+    """ "Check that the is active of the member ... is above -1" holds always and reads
     badly: columns that are only ever 0 and 1 are left out of goal_hard conditions."""
     from tasks.synthesis.environment_view import EnvironmentView
     from tasks.synthesis.instructions import GoalPhrases, _condition

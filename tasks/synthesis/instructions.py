@@ -8,7 +8,7 @@
   nested noun phrase is composed backwards from the last step along the ``inputs`` bindings
   ("the name of the country of the airport whose iata is "OTS""); writes are imperative goals
   ("Delete ...", "Set the ... of ... to ..., then ...").
-- ``goal_hard``: the goal plus a condition true of the gold run ("Do this only if its
+- ``goal_hard``: the goal plus a check true of the gold run ("Before you do, check that its
   population is above 1000"), a value the agent must discover (one sampled key is replaced by a
   description of its row: "the airport whose name is ..." instead of its iata), and a fact about
   an unrelated row.
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.discovery.naming import plural, singular, words_of
+from tasks.synthesis.arguments import is_identity
 from tasks.synthesis.intents import AGGREGATION, LOOKUP, MULTI_STEP_WORKFLOW, walk_intent
 from tasks.synthesis.meaning import is_surrogate_name
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ParamInfo, ToolNode, is_row_list, records_of
@@ -974,8 +975,11 @@ def _identifying_pair(table: str, key: str, row: dict[str, Any], rows, nodes, to
 def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None) -> str | None:
     """A condition the gold run meets, on a row a read step reached."""
     written = {n for s in steps if nodes[s["tool"]].kind == "write" for n in s["arguments"]}
+    first_write = next(
+        (i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"), len(steps)
+    )
     options = []
-    for index, step in enumerate(steps):
+    for index, step in enumerate(steps[:first_write]):  # a check before anything changes
         node = nodes[step["tool"]]
         if node.kind != "read" or _rows(step) != 1 or node.action not in ("get", "search", "list"):
             continue
@@ -996,15 +1000,20 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
         options += [
             (index, c, record[c])
             for c in _scalar_columns(record, skip)
-            if view is None or not view.is_flag(node.entity, c)
+            if view is None
+            or not (
+                view.is_flag(node.entity, c)
+                or (node.entity in view.tables and is_identity(view, node.entity, c))
+            )  # a check on a state (a stock, a status), not on a name or a code
         ]
     if not options:
         return None
     index, column, value = rng.choice(options)
     phrase = phrases.row(index)
+    subject = f"the {words(column)} of {phrase}"
     if isinstance(value, int | float):
         bound = math.floor(value) - 1
-        return f"Do this only if the {words(column)} of {phrase} is above {bound}."
+        return f"Before you do, check that {subject} is above {bound}; if it is not, stop."
     node = nodes[steps[index]["tool"]]
     table = node.entity
     others = [
@@ -1013,8 +1022,10 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
         if isinstance(v, str) and v != value and 0 < len(v) <= 40
     ][:50]
     if others:
-        return f"Do this unless the {words(column)} of {phrase} is {fmt(rng.choice(others))}."
-    return f"Do this only if the {words(column)} of {phrase} is {fmt(value)}."
+        return (
+            f"Before you do, check that {subject} is not {fmt(rng.choice(others))}; if it is, stop."
+        )
+    return f"Before you do, check that {subject} is {fmt(value)}; if it is not, stop."
 
 
 def _unrelated_fact(steps, nodes, view, rng) -> str | None:
@@ -1345,16 +1356,20 @@ def _program_condition(calls, results, nodes, view, rng) -> str | None:
         return None
     node, phrase, record, column = rng.choice(options)
     value = record[column]
+    subject = f"the {words(column)} of {phrase}"
     if isinstance(value, int | float):
-        return f"Do this only if the {words(column)} of {phrase} is above {math.floor(value) - 1}."
+        bound = math.floor(value) - 1
+        return f"Before you do, check that {subject} is above {bound}; if it is not, stop."
     others = [
         v
         for v in (view.column_values(node.entity, column) if node.entity in view.tables else [])
         if isinstance(v, str) and v != value and 0 < len(v) <= 40
     ][:50]
     if others:
-        return f"Do this unless the {words(column)} of {phrase} is {fmt(rng.choice(others))}."
-    return f"Do this only if the {words(column)} of {phrase} is {fmt(value)}."
+        return (
+            f"Before you do, check that {subject} is not {fmt(rng.choice(others))}; if it is, stop."
+        )
+    return f"Before you do, check that {subject} is {fmt(value)}; if it is not, stop."
 
 
 def program_instruction(
