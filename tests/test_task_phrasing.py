@@ -348,3 +348,19 @@ def test_a_row_without_a_name_is_told_by_two_attributes_a_tool_filters_on():
         "goal", [step], nodes, {"shape": "value", "field": "date"}, view, random.Random(1)
     )
     assert "holiday #2" in again.text, again.text
+
+
+def test_a_question_never_asks_back_the_value_the_task_wrote():
+    from tasks.synthesis.graph_tasks import asks_back
+
+    change = {
+        "tool": "update_island",
+        "arguments": {"island": "Dream", "area": 14.0},
+        "inputs": {},
+        "result": {**ISLAND, "area": 14.0},
+    }
+    read = {"tool": "get_island", "arguments": {"island": "Dream"}, "inputs": {}, "result": {}}
+    steps = [change, read]
+    assert asks_back(steps, NODES, {"shape": "value", "field": "area"}, 14.0)
+    assert not asks_back(steps, NODES, {"shape": "value", "field": "island"}, "Dream")
+    assert not asks_back(steps, NODES, {"shape": "value", "field": "area"}, 12.5)

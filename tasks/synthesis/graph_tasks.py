@@ -82,6 +82,7 @@ class GraphSynthesisStats:
     no_start: int = 0  # walks that found no read tool to call with values from the data
     # steps a walk did not take because they would mean nothing, by meaning check
     meaningless_steps: dict[str, int] = field(default_factory=dict)
+    asked_back: int = 0  # questions whose answer is a value the task itself just wrote
     lengths: dict[int, int] = field(default_factory=dict)  # kept tasks by gold chain length
 
 
@@ -961,6 +962,9 @@ class GraphTaskSynthesizer:
         nodes = self.graph.nodes
         last = nodes[steps[-1]["tool"]]
         answer_spec, reference = project_answer(last.action, last.kind, steps[-1]["result"])
+        if asks_back(steps, nodes, answer_spec, reference):
+            self.stats.asked_back += 1
+            return None
         signature = graph_signature(
             self.view.name, self.view.version, steps, answer_spec, self.tier
         )
@@ -1017,6 +1021,27 @@ class GraphTaskSynthesizer:
                 "gold_results": [s["result"] for s in steps],
             },
         )
+
+
+def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool:
+    """Whether the question asks for a value the task itself wrote ("Set the count of the
+    genus to 9. What is the count of the genus you updated?"): its answer is in the text."""
+    field_name = answer_spec.get("field")
+    if not field_name or answer_spec.get("shape") not in ("value", "list"):
+        return False
+    entity = nodes[steps[-1]["tool"]].entity
+    for step in steps[:-1]:
+        node = nodes[step["tool"]]
+        if node.kind != "write" or node.entity != entity:
+            continue
+        for name, value in step["arguments"].items():
+            p = node.params.get(name)
+            if p is not None and p.key is not None and p.column == p.key:
+                continue  # the row it acts on, not a value it writes
+            column = p.column[1] if p is not None and p.column else name
+            if column == field_name and reference in (value, [value]):
+                return True
+    return False
 
 
 def synthesize_graph_tasks(
