@@ -364,3 +364,26 @@ def test_a_question_never_asks_back_the_value_the_task_wrote():
     assert asks_back(steps, NODES, {"shape": "value", "field": "area"}, 14.0)
     assert not asks_back(steps, NODES, {"shape": "value", "field": "island"}, "Dream")
     assert not asks_back(steps, NODES, {"shape": "value", "field": "area"}, 12.5)
+
+
+def test_a_row_of_a_table_named_like_its_column_is_said_by_its_value():
+    nodes = {
+        **NODES,
+        "search_species": _node(
+            "search_species",
+            "read",
+            "search",
+            "species",
+            [ParamInfo("species", "string", False, "text", column=("species", "species"))],
+        ),
+    }
+    step = {
+        "tool": "search_species",
+        "arguments": {"species": "Gent"},
+        "inputs": {},
+        "result": [{"species": "Gentoo", "penguin_count": 124}],
+    }
+    text = compose_instruction(
+        "goal", [step], nodes, {"shape": "value", "field": "penguin_count"}
+    ).text
+    assert 'the species containing "Gent"' in text and "species whose species" not in text, text

@@ -475,6 +475,9 @@ class GoalPhrases:
             picked = self.sorted_pick(index, named[0])
             if picked is not None:
                 return picked
+            itself = self.self_named(index, named[0])
+            if itself is not None:
+                return itself
         # Given values first, values found on the way last: a nested phrase then ends its
         # clause, and "and whose ..." cannot be read as part of it.
         inputs = step.get("inputs", {})
@@ -532,6 +535,27 @@ class GoalPhrases:
         word = self.pick_word(binding)
         among = self.row(binding["step"], many=True)
         return f"the {_thing(node)} with the {word} {words(binding['field'])} among {among}"
+
+    def self_named(self, index: int, name: str) -> str | None:
+        """'the species "Adelie"', 'the origin containing "USA"': a row of a table named like
+        its one column, found by a value given in the text (never "the species whose species
+        is ...")."""
+        step = self.steps[index]
+        node = self.node(index)
+        p = node.params.get(name)
+        if (
+            p is None
+            or p.column is None
+            or p.column[0] != node.entity
+            or name in step.get("inputs", {})
+            or (index, name) in self.described
+            or words(singular(p.column[1])) != _thing(node)
+        ):
+            return None
+        value = step["arguments"][name]
+        if p.role == "text":
+            return f"the {_thing(node)} containing {fmt(value)}"
+        return f"the {_thing(node)} {fmt(value)}" if p.role in ("key", "value") else None
 
     def serial_name(self, index: int, arguments: dict[str, Any] | None = None) -> str | None:
         """ "penguin #86", "order #W4817420": a row named by its serial id alone, said the way
