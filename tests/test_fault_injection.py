@@ -308,3 +308,16 @@ def test_a_round_of_the_fault_policy_is_calibrated(tmp_path, settings, reviewer)
     assert faults and all(
         row["recovered"] == row["episodes"] for row in data["faults"] if row["fault"] in faults
     )
+
+
+def test_a_wrong_write_never_edits_the_serial_key_a_create_is_given():
+    """A created row's serial is arbitrary (the state comparison ignores it): editing it would
+    be no wrong write at all."""
+    chain = [
+        {"tool": "create_city", "arguments": {"geonameid": 9001, "name": "Oslo"}, "kind": "write"}
+    ]
+    diff = {"city": {"added": [], "key": ["geonameid"], "surrogate": True}}
+    task = {**TASK, "gold_chain": chain, "expected_diff": diff, "reference_answer": None}
+    for seed in range(8):
+        turn = plan_episode(task, f"t{seed}", seed=seed, fault="wrong_write").turns[0]
+        assert turn.arguments == {"geonameid": 9001, "name": "Oslo (edited)"}

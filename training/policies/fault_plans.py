@@ -154,7 +154,11 @@ def _code(value: Any) -> bool:
 
 
 def _perturbable(
-    arguments: Mapping[str, Any], bound: Mapping[str, Any], seen: set[str], fresh_only: bool
+    arguments: Mapping[str, Any],
+    bound: Mapping[str, Any],
+    seen: set[str],
+    fresh_only: bool,
+    serials: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Arguments worth changing: values new to the chain and not codes first (a write's free
     text, number or date; not a key or a reference another table must hold), then any not
@@ -162,7 +166,11 @@ def _perturbable(
     arguments are all keys or codes would be refused when changed: a tool error and a missing
     write, not a wrong one)."""
     names = [n for n in sorted(arguments) if other_value(arguments[n]) is not None]
-    plain = [n for n in names if n not in bound and n != "id" and not n.endswith("_id")]
+    plain = [
+        n
+        for n in names
+        if n not in bound and n != "id" and not n.endswith("_id") and n not in serials
+    ]  # a serial key a create is given is arbitrary: the state comparison rightly ignores it
     fresh = [n for n in plain if str(arguments[n]) not in seen]
     safe = [n for n in fresh if not _code(arguments[n])]
     return safe if fresh_only else safe or fresh or plain or names
@@ -178,6 +186,13 @@ class _Planner:
         self.gold = [_call(step) for step in self.chain]
         self.answer = Turn("answer", answer=task.get("reference_answer"))
         self.writes = [i for i, c in enumerate(self.chain) if _is_write(c, kinds)]
+        diff = task.get("expected_diff") or {}
+        self.serials = frozenset(  # surrogate keys of the tables the task writes
+            k
+            for table in diff.values()
+            if isinstance(table, Mapping) and table.get("surrogate")
+            for k in table.get("key") or ()
+        )
         self.reads = [i for i, c in enumerate(self.chain) if i not in self.writes]
 
     def plan(self, fault: str) -> FaultPlan | str:
@@ -195,7 +210,7 @@ class _Planner:
         seen = set().union(
             *(_values(c.get("arguments")) | _values(c.get("result")) for c in self.chain[:position])
         )
-        names = _perturbable(arguments, step.get("inputs") or {}, seen, fresh_only)
+        names = _perturbable(arguments, step.get("inputs") or {}, seen, fresh_only, self.serials)
         if not names:
             return None
         name = names[self.rng.randrange(len(names))]
