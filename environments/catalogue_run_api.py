@@ -14,8 +14,8 @@ class CatalogueItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = CatalogueItem
         fields = ["id", "run", "key", "sha256", "state", "reason", "reason_kind", "category",
-                  "themes", "environments", "verified_tools", "job", "seconds", "started_at",
-                  "finished_at"]  # fmt: skip
+                  "themes", "environments", "verified_tools", "document", "part", "parts", "job",
+                  "seconds", "started_at", "finished_at"]  # fmt: skip
 
 
 class CatalogueRunSerializer(serializers.ModelSerializer):

@@ -14,6 +14,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from aw_site.models import Job
 from environments.directory import ledger
@@ -91,13 +92,14 @@ def parts_of(document: CatalogueItem) -> dict[str, CatalogueItem]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_big_documents_parts_are_built_by_jobs_of_their_own_and_resume_part_by_part(
-    stand_in, directory
+    stand_in, directory, client, viewer
 ):
     themes = document_themes(big_document(), BIG)
     labels = [t["provenance"]["family"]["label"] for t in themes]
     assert len(labels) == 18 and BROKEN_PART in labels and REFUSED_PART in labels
 
-    build_catalogue(directory)
+    text = build_catalogue(directory)
+    assert "parts: published 16, rejected 1, failed 1, remaining 0" in text
     document = CatalogueItem.objects.get(key=BIG)
     parts = parts_of(document)
     assert set(parts) == set(labels) and document.parts == 18
@@ -130,6 +132,10 @@ def test_a_big_documents_parts_are_built_by_jobs_of_their_own_and_resume_part_by
     assert summary.counts["published"] == 1 and summary.counts["failed"] == 1
     assert summary.remaining == 0 and summary.environments_published == 17
     assert summary.verified_tools == sum(p.verified_tools for p in published) + music.verified_tools
+    client.force_login(viewer)
+    page = client.get(reverse("catalogue-run", args=[document.run_id])).content.decode()
+    assert 'data-part-count="published">16<' in page and 'data-part-count="failed">1<' in page
+    assert "Parts rejected, by reason" in page and "(18 parts)" in page
 
     # the rerun takes the failed document and builds its failed part, nothing else
     stand_in.broken, stand_in.built = set(), []
