@@ -106,7 +106,8 @@ def split_into_parts(
     category = None
     for number, theme in enumerate(themes, start=1):
         category = directory_category(document, theme)
-        label = theme["provenance"]["family"]["label"]
+        family = (theme.get("provenance") or {}).get("family") or {}
+        label = str(family.get("label") or theme.get("name") or f"part {number}")
         part = ledger.take_part(item, label, theme_sha256(theme))
         if part is not None:
             part_theme(ctx, part, 0, theme, category, document=item)
