@@ -22,6 +22,11 @@ urlpatterns = [
     path("themes/", environment_views.theme_list, name="theme-list"),
     path("environments/catalogue-runs/", catalogue_run_views.run_list, name="catalogue-runs"),
     path(
+        "environments/catalogue-runs/start/",
+        catalogue_run_views.run_start,
+        name="catalogue-run-start",
+    ),
+    path(
         "environments/catalogue-runs/<int:pk>/",
         catalogue_run_views.run_detail,
         name="catalogue-run",

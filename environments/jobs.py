@@ -503,7 +503,8 @@ def _give_up_item(arguments: dict[str, Any], reason: str) -> None:
 
 @job("environments.build_directory_item", queue=Job.Queue.SANDBOX, on_give_up=_give_up_item)
 def build_directory_item(ctx: JobContext, item: int) -> dict[str, Any]:
-    """Build one directory document (its theme parts) and record the outcome on its item."""
+    """Build one directory document, or one part of a split one, and record the outcome on its
+    ledger item (a split document's job stores its parts' themes and queues them instead)."""
     from environments.directory.build import build_document
 
     return build_document(ctx, item)

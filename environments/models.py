@@ -353,7 +353,11 @@ class CatalogueRun(models.Model):
 
 class CatalogueItem(models.Model):
     """The ledger: one row per document (its key and the sha256 of its bytes), whichever run
-    built it. Published or rejected is final: no later run builds that document again."""
+    built it. Published or rejected is final: no later run builds that document again.
+
+    A document that splits into parts (theme_split) gets one row per part besides its own (the
+    part's key, the sha256 of the part's theme), each built by its own job, so a huge document
+    resumes part by part; the document's row is final once every part's is."""
 
     class State(models.TextChoices):
         QUEUED = "queued"
@@ -365,7 +369,10 @@ class CatalogueItem(models.Model):
     FINAL_STATES = (State.PUBLISHED, State.REJECTED)
 
     run = models.ForeignKey(CatalogueRun, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=500, help_text="The document's path in the directory")
+    key = models.CharField(
+        max_length=500,
+        help_text="The document's path in the directory; a part's is the path, '#', its label",
+    )
     sha256 = models.CharField(max_length=64)
     state = models.CharField(
         max_length=16, choices=State.choices, default=State.QUEUED, db_index=True
@@ -378,6 +385,20 @@ class CatalogueItem(models.Model):
         default=list, blank=True, help_text="Environment ids, one per part built"
     )
     verified_tools = models.PositiveIntegerField(default=0)
+    document = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="part_items",
+        help_text="For a part: the document item that waits for it",
+    )
+    part = models.CharField(
+        max_length=200, blank=True, help_text="For a part: its label in the family; else empty"
+    )
+    parts = models.PositiveIntegerField(
+        default=0, help_text="For a split document: its parts, each an item of its own"
+    )
     job = models.ForeignKey(
         "aw_site.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

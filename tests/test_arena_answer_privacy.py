@@ -455,6 +455,7 @@ POST_ONLY_PAGES = {
     "theme-build",
     "guide-dismiss",
     "task-mark",
+    "catalogue-run-start",
 }
 REVIEWER_PAGES = {"environment-new", "training-run-new"}  # viewers get 403: nothing to leak
 

@@ -188,11 +188,12 @@ def test_a_run_killed_without_a_broker_is_taken_over_by_the_next_command(storage
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_document_past_the_tool_limit_builds_as_a_family_on_one_ledger_item(
+def test_a_document_past_the_tool_limit_builds_as_a_family_of_part_items(
     storage, tmp_path, monkeypatch
 ):
-    """A big document is split by tag into parts of one family, each its own environment, all
-    recorded on the document's one ledger item; a second run builds none of them again."""
+    """A big document is split by tag into parts of one family, each a ledger item built by its
+    own job into its own environment; the document's item gathers them once they are built; a
+    second run builds none of them again."""
     monkeypatch.setenv("AW_THEME_MAX_TOOLS", "4")
     root = tmp_path / "records"
     key = "records.example.io/1.0/openapi.json"
@@ -210,6 +211,13 @@ def test_a_document_past_the_tool_limit_builds_as_a_family_on_one_ledger_item(
     families = {e.theme.provenance["family"]["key"] for e in parts}
     assert len(families) == 1
     assert item.verified_tools == sum(e.tool_count for e in parts)
+    part_items = CatalogueItem.objects.filter(document=item).order_by("key")
+    assert [p.key for p in part_items] == [f"{key}#albums", f"{key}#songs"]
+    assert [p.environments for p in part_items] == [[e.pk] for e in parts]
+    assert item.parts == 2 and item.job_id is None  # the document waited without a job
+    assert Job.objects.filter(pk__in=[p.job_id for p in part_items], kind=ITEM_JOB).count() == 2
+    assert all(Theme.objects.get(pk=p.themes[0]).provenance["directory_key"] == key
+               for p in part_items)  # fmt: skip
     counts = (Theme.objects.count(), Environment.objects.count())
     build_catalogue(root)
     assert (Theme.objects.count(), Environment.objects.count()) == counts

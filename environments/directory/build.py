@@ -1,5 +1,7 @@
-"""Build one directory document: its theme part(s) stored and each built through the one
-build job's pipeline (`run_build`, origin theme), the outcome recorded on its ledger item.
+"""Build one directory document: its theme stored and built through the one build job's
+pipeline (`run_build`, origin theme), the outcome recorded on its ledger item. A document that
+splits into parts hands each part to a ledger item and a job of its own (`split_into_parts`):
+Microsoft Graph's 831 parts are built over the workers and resume part by part.
 
 Idempotent when a killed worker's job runs again: a part's Theme row is recorded on the item
 as soon as it is stored and reused afterwards; an environment already published or rejected
@@ -10,6 +12,8 @@ second Theme or Environment.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,12 +56,14 @@ def build_document(ctx: JobContext, item_id: int) -> dict[str, Any]:
             top_up_run(current.run_id)
         return {"item": item_id, "state": current.state if current else "gone", "skipped": True}
     try:
-        result = build_claimed(ctx, item)
+        result = build_claimed_part(ctx, item) if item.part else build_claimed(ctx, item)
     except Exception as exc:
         if interrupted(exc):
             raise  # the retry builds it and tops the window up then
         # an error no stage put into words: the item says so, and the next one goes on
         ledger.finish(item.pk, Item.FAILED, f"unexpected {type(exc).__name__}: {exc}")
+        if item.document_id is not None:  # its siblings go on; the document ends with them
+            ledger.settle_document(item.document_id)
         top_up_run(item.run_id)
         raise
     top_up_run(item.run_id)
@@ -74,30 +80,67 @@ def build_claimed(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
         reason = f"{stage} stage failed: {str(exc).removeprefix(f'{item.key}: ')}"
         ledger.finish(item.pk, Item.REJECTED, reason)
         return {"item": item.pk, "state": Item.REJECTED, "reason": reason}
-    ctx.progress(0.02, f"{item.key}: {len(themes)} part(s)")
-    outcomes = []
-    category = None
-    for index, theme in enumerate(themes):
-        category = directory_category(document, theme)
-        row = part_theme(ctx, item, index, theme, category)
-        outcome = build_part(ctx, item, row, category)
-        ledger.record_part(item.pk, "environments", index, outcome.environment)
-        outcomes.append(outcome)
-    published = [o for o in outcomes if o.published]
-    reasons = [o.reason for o in outcomes if not o.published]
+    if len(themes) > 1:
+        return split_into_parts(ctx, item, document, themes)
+    [theme] = themes
+    category = directory_category(document, theme)
+    row = part_theme(ctx, item, 0, theme, category)
+    outcome = build_part(ctx, item, row, category)
+    ledger.record_part(item.pk, "environments", 0, outcome.environment)
+    state = Item.PUBLISHED if outcome.published else Item.REJECTED
     ledger.finish(
-        item.pk,
-        Item.PUBLISHED if published else Item.REJECTED,
-        "" if published else reasons[0],
-        verified_tools=sum(o.tools for o in published),
-        category=category.as_path() if category else "",
+        item.pk, state, outcome.reason, verified_tools=outcome.tools, category=category.as_path()
     )
-    return {
-        "item": item.pk,
-        "state": Item.PUBLISHED if published else Item.REJECTED,
-        "environments": [o.environment for o in outcomes],
-        "published": len(published),
-    }
+    return {"item": item.pk, "state": state, "environments": [outcome.environment]}
+
+
+def split_into_parts(
+    ctx: JobContext, item: CatalogueItem, document: dict[str, Any], themes: list[dict]
+) -> dict[str, Any]:
+    """A document past AW_THEME_MAX_TOOLS: each part becomes a ledger item of its own (the
+    document's key and the part's label, the sha256 of the part's theme) with its Theme row
+    stored, then waits for a build job in the run's window. A part already published or
+    rejected (by any run) is not taken again; the document ends when its parts have."""
+    ctx.progress(0.02, f"{item.key}: {len(themes)} parts, each built by its own job")
+    taken = 0
+    category = None
+    for number, theme in enumerate(themes, start=1):
+        category = directory_category(document, theme)
+        family = (theme.get("provenance") or {}).get("family") or {}
+        label = str(family.get("label") or theme.get("name") or f"part {number}")
+        part = ledger.take_part(item, label, theme_sha256(theme))
+        if part is not None:
+            part_theme(ctx, part, 0, theme, category, document=item)
+            ledger.queue_part(part.pk, category.as_path())
+            taken += 1
+        if number % 50 == 0:
+            ctx.progress(0.02 + 0.9 * number / len(themes), f"{number} of {len(themes)} parts")
+    ledger.split_document(item.pk, len(themes), category.as_path() if category else "")
+    state = ledger.settle_document(item.pk) or Item.BUILDING
+    return {"item": item.pk, "state": state, "parts": len(themes), "parts_queued": taken}
+
+
+def theme_sha256(theme: dict[str, Any]) -> str:
+    """A part's identity in the ledger: the same part of the same document hashes the same."""
+    text = json.dumps(theme, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build_claimed_part(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
+    """One part of a split document, from the Theme row its document's job stored; then the
+    document settles if this was its last part."""
+    row = Theme.objects.filter(pk__in=item.themes[:1]).first()
+    if row is None:
+        raise ThemeError(f"{item.key}: the part's theme was not stored; a later run stores it")
+    category = DirectoryCategory.from_path(item.category)
+    ctx.progress(0.02, f"{item.key}: {len(row.raw_spec.get('tools') or [])} tools")
+    outcome = build_part(ctx, item, row, category)
+    ledger.record_part(item.pk, "environments", 0, outcome.environment)
+    state = Item.PUBLISHED if outcome.published else Item.REJECTED
+    ledger.finish(item.pk, state, outcome.reason, verified_tools=outcome.tools)
+    document = ledger.settle_document(item.document_id) if item.document_id else None
+    return {"item": item.pk, "state": state, "environments": [outcome.environment],
+            "document": item.document_id, "document_state": document}  # fmt: skip
 
 
 def item_themes(ctx: JobContext, item: CatalogueItem) -> tuple[dict[str, Any], list[dict]]:
@@ -118,9 +161,15 @@ def item_themes(ctx: JobContext, item: CatalogueItem) -> tuple[dict[str, Any], l
 
 
 def part_theme(
-    ctx: JobContext, item: CatalogueItem, index: int, theme: dict, category: DirectoryCategory
+    ctx: JobContext,
+    item: CatalogueItem,
+    index: int,
+    theme: dict,
+    category: DirectoryCategory,
+    document: CatalogueItem | None = None,
 ) -> Theme:
-    """The part's Theme row: the one recorded on the item, else stored now and recorded."""
+    """The part's Theme row: the one recorded on the item, else stored now and recorded (its
+    provenance names the directory document, `document` for a part's own item)."""
     from environments.themes_import import store_theme
 
     item.refresh_from_db(fields=["themes"])
@@ -128,8 +177,9 @@ def part_theme(
         row = Theme.objects.filter(pk=item.themes[index]).first()
         if row is not None:
             return row
-    theme = {**theme, "provenance": {**theme.get("provenance", {}), "directory_key": item.key,
-                                     "directory_sha256": item.sha256}}  # fmt: skip
+    source = document or item
+    theme = {**theme, "provenance": {**theme.get("provenance", {}), "directory_key": source.key,
+                                     "directory_sha256": source.sha256}}  # fmt: skip
     row = store_theme(
         theme,
         created_by=ctx.job.created_by,

@@ -78,6 +78,12 @@ class DirectoryCategory:
     def as_path(self) -> str:
         return f"{self.primary}/{self.secondary}/{self.tertiary}".rstrip("/")
 
+    @classmethod
+    def from_path(cls, path: str) -> DirectoryCategory:
+        """Back from `as_path` (primary and secondary names hold no "/"; a tertiary may)."""
+        primary, secondary, tertiary = ([*path.split("/", 2), "", ""])[:3]
+        return cls(primary, secondary, tertiary, reason="recorded on the ledger item")
+
     def as_dict(self) -> dict[str, str]:
         """As a build request takes it (a tertiary may hold "/": "Import/Export")."""
         return {"primary": self.primary, "secondary": self.secondary, "tertiary": self.tertiary}

