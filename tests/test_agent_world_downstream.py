@@ -1,8 +1,8 @@
 """Everything downstream works on a released environment unchanged: MCP serving exports the
 released tool names and schemas as released, rollouts (the gold chain and a scripted policy)
 score through the one reward, the dataset export carries imported tasks without showing the
-agent their answers or success criteria, and a tiny-model GRPO step trains on them (the
-SFT warm-up takes the same gold conversations the gold replay checks here)."""
+agent their answers or success criteria, and a tiny model takes an SFT step on their gold runs
+and, in its own test, a GRPO step on them."""
 
 from __future__ import annotations
 
@@ -189,3 +189,37 @@ def test_a_tiny_model_grpo_step_trains_on_imported_tasks(tmp_path, library, ques
     result = run_training(config, tasks=[question, ours], generator_factory=generator)
     assert result.gold["success_rate"] == 1.0  # both gold chains replay to full marks
     assert result.grpo["steps"] == 1 and result.grpo["environments"] == [library.name]
+
+
+@pytest.mark.timeout(120)
+def test_a_tiny_model_sft_step_trains_on_the_gold_runs_of_imported_tasks(
+    tmp_path, library, question, ours
+):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from training.grpo.config import TrainingConfig
+    from training.grpo.trainer import run_training
+
+    config = TrainingConfig(
+        packages=[str(library.path)],
+        output_dir=str(tmp_path / "run"),
+        use_cpu=True,
+        sft_epochs=1,
+        sft_batch_size=2,
+        grpo_steps=0,  # SFT only: the GRPO step has its own test
+        eval_before_after=False,
+    )
+    result = run_training(config, tasks=[question, ours])
+    assert result.gold["success_rate"] == 1.0
+    sft = result.sft
+    assert (sft["examples"], sft["steps"], sft["dropped"], sft["skipped_steps"]) == (2, 1, 0, 0)
+    assert sft["loss_first"] is not None and sft["loss_first"] > 0
+    assert result.final_checkpoint == str(tmp_path / "run" / "sft") and not result.grpo
+    initial = AutoModelForCausalLM.from_pretrained(tmp_path / "run" / "initial")
+    trained = AutoModelForCausalLM.from_pretrained(result.final_checkpoint)
+    assert all(torch.isfinite(p).all() for p in trained.parameters())
+    assert not torch.equal(  # the step moved the weights
+        trained.model.layers[0].self_attn.q_proj.weight,
+        initial.model.layers[0].self_attn.q_proj.weight,
+    )
