@@ -144,8 +144,8 @@ def fmt_in(value, text: str) -> bool:
 
 def test_goal_hard_adds_conditions_discoveries_and_distractors(synthesized):
     texts = [t.instruction for _, t in synthesized["goal_hard"]]
-    assert any("Before you do, check that" in x for x in texts)
-    assert any("so leave that one alone" in x for x in texts)
+    assert any(x.startswith("First check that") for x in texts)
+    assert any("(I already know that" in x for x in texts)
     assert any(t.metadata["discovered"] for _, t in synthesized["goal_hard"])
 
 

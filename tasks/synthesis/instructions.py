@@ -8,7 +8,7 @@
   nested noun phrase is composed backwards from the last step along the ``inputs`` bindings
   ("the name of the country of the airport whose iata is "OTS""); writes are imperative goals
   ("Delete ...", "Set the ... of ... to ..., then ...").
-- ``goal_hard``: the goal plus a check true of the gold run ("Before you do, check that its
+- ``goal_hard``: the goal plus a check true of the gold run ("First check that its
   population is above 1000"), a value the agent must discover (one sampled key is replaced by a
   description of its row: "the airport whose name is ..." instead of its iata), and a fact about
   an unrelated row.
@@ -997,7 +997,8 @@ def _identifying_pair(table: str, key: str, row: dict[str, Any], rows, nodes, to
 
 
 def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None) -> str | None:
-    """A condition the gold run meets, on a row a read step reached."""
+    """A check the gold run passes, on a row a read step reached: "check that ...; if it is
+    not, stop" (the caller says when: first, or before anything is done)."""
     written = {n for s in steps if nodes[s["tool"]].kind == "write" for n in s["arguments"]}
     first_write = next(
         (i for i, s in enumerate(steps) if nodes[s["tool"]].kind == "write"), len(steps)
@@ -1037,7 +1038,7 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
     subject = f"the {words(column)} of {phrase}"
     if isinstance(value, int | float):
         bound = math.floor(value) - 1
-        return f"Before you do, check that {subject} is above {bound}; if it is not, stop."
+        return f"check that {subject} is above {bound}; if it is not, stop."
     node = nodes[steps[index]["tool"]]
     table = node.entity
     others = [
@@ -1046,10 +1047,8 @@ def _condition(steps, nodes, view, phrases: GoalPhrases, rng, answer_field=None)
         if isinstance(v, str) and v != value and 0 < len(v) <= 40
     ][:50]
     if others:
-        return (
-            f"Before you do, check that {subject} is not {fmt(rng.choice(others))}; if it is, stop."
-        )
-    return f"Before you do, check that {subject} is {fmt(value)}; if it is not, stop."
+        return f"check that {subject} is not {fmt(rng.choice(others))}; if it is, stop."
+    return f"check that {subject} is {fmt(value)}; if it is not, stop."
 
 
 def _unrelated_fact(steps, nodes, view, rng) -> str | None:
@@ -1086,8 +1085,8 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
         column = rng.choice(others)
         thing = words(singular(table))
         return (
-            f"By the way, I already know that the {thing} whose {words(name)} is "
-            f"{fmt(row[name])} has {words(column)} {fmt(row[column])}, so leave that one alone."
+            f"(I already know that the {thing} whose {words(name)} is {fmt(row[name])} has "
+            f"{words(column)} {fmt(row[column])}.)"
         )
     return None
 
@@ -1148,12 +1147,20 @@ def compose_instruction(
     if options:
         describe(*rng.choice(options))
     phrases = GoalPhrases(steps, nodes, described, rng)  # one text: a row said twice is "that"
+    # the check comes first, as a person says it, naming its row in full (the request then
+    # says "that ..."); a deep chain defines its rows in the text, so its check comes last
+    first = not phrases.labels
+    field_name = answer_spec.get("field")
+    check = _condition(steps, nodes, view, phrases, rng, field_name) if first else None
     text = render_goal(steps, nodes, answer_spec, described, phrases, intent)
-    extra = [
-        _condition(steps, nodes, view, phrases, rng, answer_spec.get("field")),
-        _unrelated_fact(steps, nodes, view, rng),
-    ]
-    text = " ".join([text, *(e for e in extra if e)])
+    if not first:
+        check = _condition(steps, nodes, view, phrases, rng, field_name)
+    aside = _unrelated_fact(steps, nodes, view, rng)
+    if check:
+        parts = [f"First {check}", text] if first else [text, f"Before you do, {check}"]
+    else:
+        parts = [text]
+    text = " ".join(p for p in [*parts, aside] if p)
     return Rendered(text, tier, _given(literals, discovered), discovered, intent)
 
 
