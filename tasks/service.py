@@ -128,7 +128,7 @@ def graph_discards(stats: Any, obstacles: str = "") -> dict[str, int]:
         "walk shorter than planned": stats.short,
         "same walk as a task found before": stats.duplicates,
         "refused by the dependency check": stats.dependency_rejected,
-        "asks back a value the task itself wrote": getattr(stats, "asked_back", 0),
+        "asks back a value the text already gives": getattr(stats, "asked_back", 0),
         f"walk could not start: {obstacles or 'no read tool to start from'}": stats.no_start,
     }
     return {reason: count for reason, count in reasons.items() if count}

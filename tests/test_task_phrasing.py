@@ -359,7 +359,12 @@ def test_a_question_never_asks_back_the_value_the_task_wrote():
         "inputs": {},
         "result": {**ISLAND, "area": 14.0},
     }
-    read = {"tool": "get_island", "arguments": {"island": "Dream"}, "inputs": {}, "result": {}}
+    read = {
+        "tool": "get_island",
+        "arguments": {"island": "Dream"},
+        "inputs": {"island": {"step": 0, "field": "island", "value": "Dream"}},
+        "result": {},
+    }
     steps = [change, read]
     assert asks_back(steps, NODES, {"shape": "value", "field": "area"}, 14.0)
     assert not asks_back(steps, NODES, {"shape": "value", "field": "island"}, "Dream")
@@ -387,3 +392,11 @@ def test_a_row_of_a_table_named_like_its_column_is_said_by_its_value():
         "goal", [step], nodes, {"shape": "value", "field": "penguin_count"}
     ).text
     assert 'the species containing "Gent"' in text and "species whose species" not in text, text
+
+
+def test_a_question_never_asks_back_the_value_a_row_was_found_by():
+    from tasks.synthesis.graph_tasks import asks_back
+
+    found = {"tool": "get_island", "arguments": {"island": "Dream"}, "inputs": {}, "result": ISLAND}
+    assert asks_back([found], NODES, {"shape": "value", "field": "island"}, "Dream")
+    assert not asks_back([found], NODES, {"shape": "value", "field": "area"}, 12.5)

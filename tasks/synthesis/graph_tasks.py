@@ -1024,11 +1024,20 @@ class GraphTaskSynthesizer:
 
 
 def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool:
-    """Whether the question asks for a value the task itself wrote ("Set the count of the
-    genus to 9. What is the count of the genus you updated?"): its answer is in the text."""
+    """Whether the question asks for a value the text already gives: one the task itself
+    wrote ("Set the count of the genus to 9. What is the count of the genus you updated?"),
+    or the very value the row was found by ("What is the alpha 2 of the country whose alpha
+    2 is "GN"?")."""
     field_name = answer_spec.get("field")
     if not field_name or answer_spec.get("shape") not in ("value", "list"):
         return False
+    last = steps[-1]
+    for name, value in last["arguments"].items():
+        p = nodes[last["tool"]].params.get(name)
+        column = p.column[1] if p is not None and p.column else name
+        given = name not in last.get("inputs", {}) and (p is None or p.role in ("key", "value"))
+        if given and column == field_name and reference in (value, [value]):
+            return True
     entity = nodes[steps[-1]["tool"]].entity
     for step in steps[:-1]:
         node = nodes[step["tool"]]
