@@ -400,3 +400,36 @@ def test_a_question_never_asks_back_the_value_a_row_was_found_by():
     found = {"tool": "get_island", "arguments": {"island": "Dream"}, "inputs": {}, "result": ISLAND}
     assert asks_back([found], NODES, {"shape": "value", "field": "island"}, "Dream")
     assert not asks_back([found], NODES, {"shape": "value", "field": "area"}, 12.5)
+
+
+def test_a_row_is_never_named_by_the_value_the_task_then_takes_from_it():
+    search = _node(
+        "search_holidays",
+        "read",
+        "search",
+        "holidays",
+        [
+            ParamInfo("country", "string", False, "value", column=("holidays", "country")),
+            ParamInfo("name", "string", False, "value", column=("holidays", "name")),
+            ParamInfo("date", "string", False, "value", column=("holidays", "date")),
+        ],
+    )
+    nodes = {
+        "get_holiday": _node("get_holiday", "read", "get", "holidays", [_key("id", "holidays")]),
+        "search_holidays": search,
+    }
+    steps = [
+        {"tool": "get_holiday", "arguments": {"id": 2}, "inputs": {}, "result": HOLIDAYS[1]},
+        {
+            "tool": "search_holidays",
+            "arguments": {"country": "KR"},
+            "inputs": {"country": {"step": 0, "field": "country", "value": "KR"}},
+            "result": [HOLIDAYS[1]],
+        },
+    ]
+    view = _View({"holidays": HOLIDAYS})
+    rendered = compose_instruction(
+        "goal", steps, nodes, {"shape": "list", "field": "name"}, view, random.Random(1)
+    )
+    told = rendered.discovered[0]["described_by"] if rendered.discovered else {}
+    assert "country" not in told, rendered.text  # the next step takes the holiday's country

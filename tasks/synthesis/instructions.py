@@ -412,7 +412,12 @@ class GoalPhrases:
         taken from a single earlier row; None otherwise."""
         step = self.steps[index]
         node = self.node(index)
-        arguments = [n for n in step["arguments"] if n not in LIMIT_WORDS]
+        arguments = [  # paging and ordering say nothing of which row
+            n
+            for n in step["arguments"]
+            if n not in LIMIT_WORDS
+            and not ((q := node.params.get(n)) and (q.orders or q.role == "limit"))
+        ]
         if len(arguments) != 1 or _rows(step) != 1:
             return None
         if node.action not in ("get", "search", "list"):
@@ -923,19 +928,23 @@ def _discoverable(steps, nodes, view, answer_field=None) -> list[tuple[int, str,
     return found
 
 
-def natural_names(steps, nodes, view) -> list[tuple[int, str, str, Any]]:
+def natural_names(steps, nodes, view, answer_field=None) -> list[tuple[int, str, str, Any]]:
     """(step, param, column, value): a serial id a read was given (``customer_id`` 1, its own
     ``id`` 86) whose row has a unique name, title, email or code a read tool finds rows by.
     A goal names that row as a person would ("whose customer is "Ada Lind"") and leaves the
-    serial for the agent to find."""
+    serial for the agent to find. Never by a value the task goes on to take from that row or
+    asks for: "the language of the country language whose language is "fr"" is a circle."""
     found = []
     searchable = {q.column for n in nodes.values() if n.kind == "read" for q in n.params.values()}
     tested = {(b["step"], b["field"]) for s in steps if (b := s.get("branch"))}
+    taken = {(b["step"], b["field"]) for s in steps for b in s.get("inputs", {}).values()}
+    taken |= {(len(steps) - 1, answer_field)} if answer_field else set()
     for index, step in enumerate(steps):
         node = nodes[step["tool"]]
         if node.kind != "read":
             continue
-        told = {c for (i, c) in tested if i == index}  # a condition tests it: not its name
+        # a condition tests it, a later step takes it, the question asks it: not its name
+        told = {c for (i, c) in tested | taken if i == index}
         for name, value in step["arguments"].items():
             p = node.params.get(name)
             if name in step.get("inputs", {}) or p is None or p.key is None:
@@ -1133,7 +1142,8 @@ def compose_instruction(
             }
         )
 
-    for index, name, column, shown in natural_names(steps, nodes, view) if view else ():
+    named = natural_names(steps, nodes, view, answer_spec.get("field")) if view else ()
+    for index, name, column, shown in named:
         describe(index, name, column, shown)
     if tier == "goal" or view is None:
         phrases = GoalPhrases(steps, nodes, described, rng)
