@@ -433,3 +433,13 @@ def test_a_row_is_never_named_by_the_value_the_task_then_takes_from_it():
     )
     told = rendered.discovered[0]["described_by"] if rendered.discovered else {}
     assert "country" not in told, rendered.text  # the next step takes the holiday's country
+
+
+def test_a_new_code_has_the_shape_of_the_codes_a_column_holds(shop):
+    from tasks.synthesis.arguments import _reshaped
+
+    taken = {"PRT", "U+0130"}
+    code = _reshaped("PRT", taken, random.Random(1))
+    assert code and len(code) == 3 and code.isupper() and code not in taken
+    hexa = _reshaped("U+0130", taken, random.Random(2))
+    assert hexa.startswith("U+") and hexa[2:].isdigit() and hexa not in taken

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import string
 from typing import Any
 
 from environments.discovery.naming import is_serial_name, singular
@@ -130,7 +131,34 @@ def fresh_value(view: EnvironmentView, table: str, column: str, ptype: str, rng)
     faked = _faked(table, column, distinct, rng)
     if faked is not None:
         return faked  # an email an address, a phone a phone number, a city a city
+    if CODE_LIKE.fullmatch(base):
+        # its own draw, seeded by the code: the walk's draws stay as they were
+        reshaped = _reshaped(base, distinct, random.Random(f"{table}.{column}.{base}"))
+        if reshaped is not None:
+            return reshaped  # "PRT" -> "QZK", "U+0130" -> "U+7342": a code, not "new-PRT"
     return f"{base} II" if " " in base else f"new-{base}"
+
+
+CODE_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._/-]{0,11}")
+
+
+def _reshaped(code: str, taken: set[str], rng: random.Random) -> str | None:
+    """Another code of the same shape (letters for letters in the same case, digits for
+    digits, separators kept) that no row holds; None after a few tries."""
+    for _ in range(8):
+        value = "".join(
+            rng.choice(string.ascii_uppercase)
+            if c.isupper()
+            else rng.choice(string.ascii_lowercase)
+            if c.islower()
+            else rng.choice(string.digits)
+            if c.isdigit()
+            else c
+            for c in code
+        )
+        if value not in taken:
+            return value
+    return None
 
 
 def _faked(table: str, column: str, taken: set[str], rng: random.Random) -> str | None:
