@@ -144,9 +144,12 @@ CODE_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._/-]{0,11}")
 
 def _reshaped(code: str, taken: set[str], rng: random.Random) -> str | None:
     """Another code of the same shape (letters for letters in the same case, digits for
-    digits, separators kept) that no row holds; None after a few tries."""
+    digits, separators and a prefix before the last separator kept: "U+0130" -> "U+7342",
+    "cus_8Fk2" -> "cus_3Qp7") that no row holds; None after a few tries."""
+    cut = max(code.rfind(c) for c in "+._/-") + 1
+    prefix, code = code[:cut], code[cut:]
     for _ in range(8):
-        value = "".join(
+        value = prefix + "".join(
             rng.choice(string.ascii_uppercase)
             if c.isupper()
             else rng.choice(string.ascii_lowercase)
