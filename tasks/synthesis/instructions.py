@@ -1093,8 +1093,10 @@ def _unrelated_fact(steps, nodes, view, rng) -> str | None:
             continue
         column = rng.choice(others)
         thing = words(singular(table))
+        # 'the origin "Europe"' for a table named like its column, else "whose name is ..."
+        said = "" if words(singular(name)) == thing else f" whose {words(name)} is"
         return (
-            f"(I already know that the {thing} whose {words(name)} is {fmt(row[name])} has "
+            f"(I already know that the {thing}{said} {fmt(row[name])} has "
             f"{words(column)} {fmt(row[column])}.)"
         )
     return None
