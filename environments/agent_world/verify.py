@@ -14,8 +14,10 @@ name takes its values, an enum its options). A tool is verified when:
   successful call (its writes persist);
 - the same call, made twice in fresh episodes, gives the same result and the same state.
 
-A tool none of whose calls succeeded is called once more with its optional parameters filled
-too (an update whose fields are all optional answers an error without one). Otherwise it is
+A tool none of whose calls succeeded is called again with arguments drawn from the rows alone
+(a question's step called out of its chain may need what the earlier steps did) and with its
+optional parameters filled too (an update whose fields are all optional answers an error
+without one). Otherwise it is
 rejected with the reason in words. A tool that needs the network fails every
 call with the sandbox's refusal and is rejected as needing the network.
 
@@ -160,9 +162,11 @@ def verify_release_tools(
             for arguments in candidate_arguments(tool, environment)
         ]
         if not any(p.succeeded for p in probes[tool.name]):
-            fuller = full_arguments(tool, environment)  # e.g. an update needs a field to set
-            if fuller is not None and fuller not in [p.arguments for p in probes[tool.name]]:
-                probes[tool.name].append(probe_call(pool, package_path, tool.name, fuller))
+            tried = [p.arguments for p in probes[tool.name]]
+            for arguments in fallback_arguments(tool, environment):
+                if arguments not in tried:
+                    tried.append(arguments)
+                    probes[tool.name].append(probe_call(pool, package_path, tool.name, arguments))
     logs = log_collections(probes)
     verdicts = []
     for tool in environment.tools:
@@ -341,18 +345,22 @@ def candidate_arguments(tool: ReleaseTool, environment: ReleaseEnvironment) -> l
     return found[:CANDIDATES_PER_TOOL]
 
 
-def full_arguments(tool: ReleaseTool, environment: ReleaseEnvironment) -> dict | None:
-    """Every parameter filled from the real rows, optional ones too (None when the tool has no
-    optional parameter): the call tried when no call with the required ones alone succeeded,
-    as an update whose fields to set are all optional answers an error without one."""
+def fallback_arguments(tool: ReleaseTool, environment: ReleaseEnvironment) -> list[dict]:
+    """The calls tried when none of the first ones succeeded: the required parameters drawn
+    from the real rows (a question's step, called alone, may need what its earlier steps did:
+    a send through an integration the chain enabled first), then every parameter, optional ones
+    too (an update whose fields to set are all optional answers an error without one)."""
     properties = tool.parameters.get("properties") or {}
-    required = set(tool.parameters.get("required") or [])
-    if not set(properties) - required:
-        return None
-    return {
-        name: value_for(name, schema if isinstance(schema, dict) else {}, environment, 0)
-        for name, schema in properties.items()
-    }
+    required = [p for p in tool.parameters.get("required") or [] if p in properties]
+    drawn = [{name: value_for(name, properties[name], environment, 0) for name in required}]
+    if set(properties) - set(required):
+        drawn.append(
+            {
+                name: value_for(name, schema if isinstance(schema, dict) else {}, environment, 0)
+                for name, schema in properties.items()
+            }
+        )
+    return drawn
 
 
 def value_for(name: str, schema: dict, environment: ReleaseEnvironment, index: int) -> Any:
