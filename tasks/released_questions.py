@@ -26,6 +26,8 @@ from environments.agent_world.package import QUESTIONS_FILE
 from environments.agent_world.release import ReleaseQuestion, parse_questions
 from environments.models import Environment
 from environments.package import EnvironmentPackage, load_package
+from environments.runtime.collection_episode import COLLECTIONS_DIR
+from environments.runtime.json_state import read_collections
 from tasks.answer_contract import answer_instruction, contract_for
 from tasks.models import Task
 from tasks.records import record_tasks
@@ -35,6 +37,7 @@ TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 )
 GENERATED_ID = re.compile(r"^([A-Za-z]+[_-])*[0-9a-fA-F-]{8,}$")
+TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 VOLATILE_NUMBER_KEYS = ("latency", "elapsed", "duration", "_ms", "_ts", "timestamp", "time")
 
 
@@ -117,26 +120,33 @@ def replay_question(
             raise KeptOut(
                 "tool not verified", f"its chain calls {step.tool}, which was not verified"
             )
+    initial = strings_in(read_collections(package.path / COLLECTIONS_DIR))
+    chain: list[tuple[str, dict[str, Any]]] = []
     with pool.start_episode(package) as episode:
-        result = None
+        result, outputs = None, []
         for number, step in enumerate(question.chain, start=1):
-            called = episode.call_tool(step.tool, step.args)
+            arguments = carried_ids(step.args, outputs, initial)
+            called = episode.call_tool(step.tool, arguments)
             if not called.ok:
                 raise KeptOut(
                     "chain fails", f"step {number} ({step.tool}) failed here: {called.error}"
                 )
             result = called.result
+            outputs.append(result)
+            chain.append((step.tool, arguments))
         state_hash, diff = episode.state_hash(), episode.state_diff()
     reference = _parsed(question.reference_answer)
-    if not same_answer(reference, result):
+    given = set().union(set(), *(strings_in(arguments) for _, arguments in chain))
+    made = frozenset(strings_in(result) - initial - given)  # what the replay generated
+    if not same_answer(reference, result, made=made):
         raise KeptOut(
             "does not reproduce",
             "the chain's last output differs from the released reference answer beyond "
-            f"timestamps and generated ids: {_difference(reference, result)}",
+            f"timestamps and generated ids: {_difference(reference, result, made=made)}",
         )
     gold_chain = [
-        {"tool": s.tool, "arguments": s.args, "kind": package.tool_kind(s.tool)}
-        for s in question.chain
+        {"tool": tool, "arguments": arguments, "kind": package.tool_kind(tool)}
+        for tool, arguments in chain
     ]
     writes = sum(1 for s in gold_chain if s["kind"] == "write")
     release = package.manifest.get("release") or {}
@@ -167,20 +177,89 @@ def replay_question(
     return spec
 
 
-def same_answer(reference: Any, replayed: Any, key: str = "") -> bool:
+def carried_ids(arguments: dict[str, Any], outputs: list[Any], initial: set[str]) -> dict:
+    """The step's arguments, with an id an earlier step of the release's run generated replaced
+    by the one the same step generated here: the release recorded its chains under real uuids,
+    so a step that fetches what an earlier step created names an id this replay never made
+    (`get_key("key_df0a...")` after `create_key`). An argument is replaced only when it looks
+    generated, is in neither the initial collections nor an earlier output, and exactly one id
+    of the same shape (prefix and length) that an earlier step returned is new here."""
+    earlier = set().union(*(strings_in(o) for o in outputs)) if outputs else set()
+    made = {v for o in outputs for v in ids_in(o) if v not in initial}
+    carried = dict(arguments)
+    for name, value in arguments.items():
+        if (
+            not isinstance(value, str)
+            or value in initial
+            or value in earlier
+            or not GENERATED_ID.match(value)
+        ):
+            continue
+        same_shape = sorted(v for v in made if _shape(v) == _shape(value))
+        if len(same_shape) == 1:
+            carried[name] = same_shape[0]
+    return carried
+
+
+def strings_in(value: Any) -> set[str]:
+    """Every string anywhere in a JSON value, keys aside."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(set(), *(strings_in(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(set(), *(strings_in(v) for v in value))
+    return set()
+
+
+def ids_in(value: Any, key: str = "") -> set[str]:
+    """The strings under id keys (`id`, `*_id`, `*Id`) anywhere in a JSON value."""
+    if isinstance(value, dict):
+        return set().union(set(), *(ids_in(v, str(k)) for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(set(), *(ids_in(v, key) for v in value))
+    is_id = key == "id" or key.endswith(("_id", "Id"))
+    return {value} if is_id and isinstance(value, str) and GENERATED_ID.match(value) else set()
+
+
+def _shape(value: str) -> tuple[str, int]:
+    prefix = re.match(r"^([A-Za-z]+[_-])*", value)
+    return (prefix.group(0) if prefix else "", len(value))
+
+
+def same_answer(
+    reference: Any, replayed: Any, key: str = "", made: frozenset[str] = frozenset()
+) -> bool:
     """Equal JSON, except where both sides hold a volatile value: a timestamp, a generated id
     (under an `id` key), or a timing number."""
     if isinstance(reference, dict) and isinstance(replayed, dict):
         return reference.keys() == replayed.keys() and all(
-            same_answer(reference[k], replayed[k], str(k)) for k in reference
+            same_answer(reference[k], replayed[k], str(k), made) for k in reference
         )
     if isinstance(reference, list) and isinstance(replayed, list):
         return len(reference) == len(replayed) and all(
-            same_answer(a, b, key) for a, b in zip(reference, replayed, strict=True)
+            same_answer(a, b, key, made) for a, b in zip(reference, replayed, strict=True)
         )
     if reference == replayed and type(reference) is type(replayed):
         return True
+    if isinstance(replayed, str) and replayed in made and _random_tokens(reference, replayed):
+        return True  # a secret, hash or prefix the tool drew from randomness, on both sides
     return _volatile(reference, replayed, key)
+
+
+def _random_tokens(reference: Any, replayed: str) -> bool:
+    """Both strings random-looking tokens of one shape: the same prefix (`ts_`) and length,
+    and a body of at least 5 characters mixing two of lower case, upper case and digits."""
+    if not isinstance(reference, str) or _shape(reference) != _shape(replayed):
+        return False
+    return all(
+        TOKEN.match(text) and _mixed(text[len(_shape(text)[0]) :]) for text in (reference, replayed)
+    )
+
+
+def _mixed(body: str) -> bool:
+    kinds = (str.islower, str.isupper, str.isdigit)
+    return len(body) >= 5 and sum(any(kind(c) for c in body) for kind in kinds) >= 2
 
 
 def _volatile(reference: Any, replayed: Any, key: str) -> bool:
@@ -204,23 +283,25 @@ def _parsed(reference: Any) -> Any:
     return reference
 
 
-def _difference(reference: Any, replayed: Any, path: str = "") -> str:
+def _difference(
+    reference: Any, replayed: Any, path: str = "", made: frozenset[str] = frozenset()
+) -> str:
     """Where the two first differ, in words (`book.title: 'Late Spring' != '東京物語ノート'`)."""
     if isinstance(reference, dict) and isinstance(replayed, dict):
         for k in sorted(set(reference) | set(replayed), key=str):
             where = f"{path}.{k}" if path else str(k)
             if k not in reference or k not in replayed:
                 return f"{where}: present on one side only"
-            if not same_answer(reference[k], replayed[k], str(k)):
-                return _difference(reference[k], replayed[k], where)
+            if not same_answer(reference[k], replayed[k], str(k), made):
+                return _difference(reference[k], replayed[k], where, made)
     if (
         isinstance(reference, list)
         and isinstance(replayed, list)
         and len(reference) == len(replayed)
     ):
         for i, (a, b) in enumerate(zip(reference, replayed, strict=True)):
-            if not same_answer(a, b, path.rsplit(".", 1)[-1]):
-                return _difference(a, b, f"{path}[{i}]")
+            if not same_answer(a, b, path.rsplit(".", 1)[-1], made):
+                return _difference(a, b, f"{path}[{i}]", made)
     shown = (
         json.dumps(reference, ensure_ascii=False)[:80],
         json.dumps(replayed, ensure_ascii=False)[:80],

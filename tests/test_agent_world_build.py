@@ -17,7 +17,7 @@ from environments.builder.stages import BuildFailed
 from environments.models import Environment
 from serving.episode_service import episode_service
 from tasks.models import Task
-from tasks.released_questions import same_answer
+from tasks.released_questions import carried_ids, same_answer
 from tests.support.agent_world_release import LIBRARY, TIDES, write_release
 
 
@@ -211,3 +211,29 @@ def test_volatile_fields_aside_answers_must_match():
     assert not same_answer({"title": "Late Spring"}, {"title": "東京物語ノート"})
     assert not same_answer({"copies": 2}, {"copies": 1})
     assert not same_answer({"member": "ab12cd34ef"}, {"member": "0e4c6794e3"})  # not an id key
+
+
+def test_a_token_the_replay_drew_from_randomness_is_volatile_and_nothing_else():
+    """As a released `create_key` answers a secret's hash and prefix: the replay draws other
+    ones; a value the replay was given, or that was there before, must still match."""
+    released = {"key": {"key_hash": "9202b9bbd200eb6c18209f", "key_prefix": "ts_mlHlY"}}
+    replayed = {"key": {"key_hash": "2221d835f6752af3438d98", "key_prefix": "ts_jku6G"}}
+    made = frozenset({"2221d835f6752af3438d98", "ts_jku6G"})
+    assert same_answer(released, replayed, made=made)
+    assert not same_answer(released, replayed)  # not generated here: it must match
+    assert not same_answer({"status": "queued"}, {"status": "failed"}, made=frozenset({"failed"}))
+    assert not same_answer({"k": "ts_mlHlY"}, {"k": "tx_jku6G"}, made=frozenset({"tx_jku6G"}))
+
+
+def test_a_chain_step_takes_the_id_an_earlier_step_made_here():
+    """The release's chain fetches `key_df0a...`, made by its create step under a real uuid;
+    the replay's create step made another one, which the fetch must name instead."""
+    created = {"api_key": {"id": "key_7cb03c7b10b042d698b1630da3a889d3", "name": "SRE"}}
+    initial = {"ts_key_01J8Z2M3Q7V6E0H1K2P9R4T8X1", "SRE old"}
+    released = {"id": "key_df0a3138af0645089e9e7b0d741f6df5"}
+    assert carried_ids(released, [created], initial) == {"id": created["api_key"]["id"]}
+    kept = {"id": "ts_key_01J8Z2M3Q7V6E0H1K2P9R4T8X1", "limit": 5}  # there before: kept
+    assert carried_ids(kept, [created], initial) == kept
+    two = [created, {"api_key": {"id": "key_00000000000000000000000000000001"}}]
+    assert carried_ids(released, two, initial) == released  # which one is ambiguous: kept
+    assert carried_ids(released, [], initial) == released

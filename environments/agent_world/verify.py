@@ -8,12 +8,17 @@ name takes its values, an enum its options). A tool is verified when:
 - its code loads;
 - at least one call succeeds: no exception, and no error answered as a result
   (`{"error": ...}`, `{"found": false}`, `{"success": false}`, `{"ok": false}`);
-- a tool named as a read (get, list, search, ...) changes nothing but log collections;
+- a tool named as a read (get, list, search, ...) changes nothing but log collections and
+  the timestamps it stamps on rows it used (`last_used_at`, `updated_at`);
 - a tool named as a write (create, update, delete, ...) changes the collections in at least one
   successful call (its writes persist);
 - the same call, made twice in fresh episodes, gives the same result and the same state.
 
-Otherwise it is rejected with the reason in words. A tool that needs the network fails every
+A tool none of whose calls succeeded is called again with arguments drawn from the rows alone
+(a question's step called out of its chain may need what the earlier steps did) and with its
+optional parameters filled too (an update whose fields are all optional answers an error
+without one). Otherwise it is
+rejected with the reason in words. A tool that needs the network fails every
 call with the sandbox's refusal and is rejected as needing the network.
 
 Log collections are found from the same calls (`log_collections`): a collection is a log when
@@ -47,6 +52,7 @@ WRITE_VERBS = frozenset(
     "start stop pause resume unlink link attach detach transfer refund".split()
 )
 NETWORK_WORDS = ("network", "socket", "ssl", "connect", "getaddrinfo")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
 @dataclass
@@ -155,6 +161,12 @@ def verify_release_tools(
             probe_call(pool, package_path, tool.name, arguments)
             for arguments in candidate_arguments(tool, environment)
         ]
+        if not any(p.succeeded for p in probes[tool.name]):
+            tried = [p.arguments for p in probes[tool.name]]
+            for arguments in fallback_arguments(tool, environment):
+                if arguments not in tried:
+                    tried.append(arguments)
+                    probes[tool.name].append(probe_call(pool, package_path, tool.name, arguments))
     logs = log_collections(probes)
     verdicts = []
     for tool in environment.tools:
@@ -243,11 +255,17 @@ def judge(tool: str, calls: list[Probe], logs: set[str]) -> ToolVerdict:
             )
             verdict.reason_kind = "answers only errors"
         return verdict
+    verb = _verb(tool)
     changed = sorted({name for p in succeeded for name in p.diff if name not in logs})
+    if verb in READ_VERBS:  # a read may stamp when a row was last used; that is no write
+        changed = [
+            name
+            for name in changed
+            if not all(only_stamps(p.diff[name]) for p in succeeded if name in p.diff)
+        ]
     verdict.changed = changed
     verdict.kind = "write" if changed else "read"
     verdict.example = succeeded[0].arguments
-    verb = _verb(tool)
     if verb in READ_VERBS and changed:
         verdict.reason = f"its name says it reads, yet it changed {', '.join(changed)}"
         verdict.reason_kind = "a read that writes"
@@ -260,6 +278,29 @@ def judge(tool: str, calls: list[Probe], logs: set[str]) -> ToolVerdict:
         return verdict
     verdict.verified = True
     return verdict
+
+
+def only_stamps(change: dict[str, Any]) -> bool:
+    """Whether a collection's change only rewrote timestamps of existing rows (`last_used_at`,
+    `updated_at`): no row added or removed, and every field that changed holds a timestamp
+    after it (before it, a timestamp or nothing)."""
+    if change.get("added") or change.get("removed") or not change.get("changed"):
+        return False
+    for row in change["changed"]:
+        before, after = row.get("before"), row.get("after")
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            return False
+        for field_name in set(before) | set(after):
+            old, new = before.get(field_name), after.get(field_name)
+            if old == new:
+                continue
+            if not _is_timestamp(new) or not (old is None or _is_timestamp(old)):
+                return False
+    return True
+
+
+def _is_timestamp(value: Any) -> bool:
+    return isinstance(value, str) and bool(TIMESTAMP.match(value))
 
 
 def recheck_determinism(
@@ -302,6 +343,24 @@ def candidate_arguments(tool: ReleaseTool, environment: ReleaseEnvironment) -> l
         if not required:
             break
     return found[:CANDIDATES_PER_TOOL]
+
+
+def fallback_arguments(tool: ReleaseTool, environment: ReleaseEnvironment) -> list[dict]:
+    """The calls tried when none of the first ones succeeded: the required parameters drawn
+    from the real rows (a question's step, called alone, may need what its earlier steps did:
+    a send through an integration the chain enabled first), then every parameter, optional ones
+    too (an update whose fields to set are all optional answers an error without one)."""
+    properties = tool.parameters.get("properties") or {}
+    required = [p for p in tool.parameters.get("required") or [] if p in properties]
+    drawn = [{name: value_for(name, properties[name], environment, 0) for name in required}]
+    if set(properties) - set(required):
+        drawn.append(
+            {
+                name: value_for(name, schema if isinstance(schema, dict) else {}, environment, 0)
+                for name, schema in properties.items()
+            }
+        )
+    return drawn
 
 
 def value_for(name: str, schema: dict, environment: ReleaseEnvironment, index: int) -> Any:
