@@ -82,7 +82,7 @@ class GraphSynthesisStats:
     no_start: int = 0  # walks that found no read tool to call with values from the data
     # steps a walk did not take because they would mean nothing, by meaning check
     meaningless_steps: dict[str, int] = field(default_factory=dict)
-    asked_back: int = 0  # questions whose answer is a value the task itself just wrote
+    asked_back: int = 0  # questions whose answer the text already gives (see asks_back)
     lengths: dict[int, int] = field(default_factory=dict)  # kept tasks by gold chain length
 
 
