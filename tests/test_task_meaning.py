@@ -23,6 +23,7 @@ from tasks.synthesis.meaning import (
 from tasks.synthesis.task_spec import TaskSpec
 from tasks.synthesis.tool_graph import ParamInfo, ToolNode, build_tool_graph
 from tests.support.sample_package import build_sample_package
+from tests.support.script_package import package_from_upload
 
 # --- a hand-written shop: staff and customers share first names, items and variants prices --
 
@@ -491,20 +492,7 @@ def overlap_dump() -> str:
 
 @pytest.fixture(scope="module")
 def overlap(tmp_path_factory, pool):
-    from environments.builder.pipeline import run_pipeline
-    from environments.builder.request import BuildRequest
-
-    upload = tmp_path_factory.mktemp("upload")
-    (upload / "shop.sql").write_text(overlap_dump())
-    request = BuildRequest.for_upload([str(upload / "shop.sql")], "shop.sql", str(upload))
-    built = run_pipeline(
-        request,
-        root=tmp_path_factory.mktemp("envs"),
-        workdir=tmp_path_factory.mktemp("w"),
-        pool=pool,
-    )
-    assert built.path, built
-    return load_package(built.path)
+    return package_from_upload(tmp_path_factory, pool, "shop.sql", overlap_dump())
 
 
 UNRELATED = {

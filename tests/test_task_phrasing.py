@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from environments.runtime import SandboxPool, load_package
+from environments.runtime import SandboxPool
 from tasks.generator_labels import generator_labels
 from tasks.synthesis.graph_tasks import Difficulty, GraphTaskSynthesizer, is_transition
 from tasks.synthesis.instructions import compose_instruction, is_serial, plural_words
@@ -23,6 +23,7 @@ from tasks.synthesis.intents import (
     MULTI_STEP_WORKFLOW,
 )
 from tasks.synthesis.tool_graph import ParamInfo, ToolNode
+from tests.support.script_package import package_from_upload
 
 
 def _key(name, table, column="id"):
@@ -193,20 +194,7 @@ def pool():
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory, pool):
-    from environments.builder.pipeline import run_pipeline
-    from environments.builder.request import BuildRequest
-
-    upload = tmp_path_factory.mktemp("upload")
-    (upload / "shop.sql").write_text(lifecycle_dump())
-    request = BuildRequest.for_upload([str(upload / "shop.sql")], "shop.sql", str(upload))
-    built = run_pipeline(
-        request,
-        root=tmp_path_factory.mktemp("envs"),
-        workdir=tmp_path_factory.mktemp("w"),
-        pool=pool,
-    )
-    assert built.path, built
-    return load_package(built.path)
+    return package_from_upload(tmp_path_factory, pool, "shop.sql", lifecycle_dump())
 
 
 def test_write_tasks_use_the_lifecycle_moves_and_store_their_intent(shop, pool):
