@@ -19,25 +19,10 @@ from tasks.gold_tools import gold_tools
 from tasks.models import Task
 from tests.support import factories
 from tests.support.agent_world_release import SHOP, write_shop_release
+from tests.support.job_context import QuietJobContext
 from tests.support.openai_server import ScriptedOpenAIServer, text_reply, tool_call_reply
 from training.models import Policy, Trajectory
 from training.service import evaluate_tasks
-
-
-class Context:
-    """The slice of a JobContext the evaluate and diagnose steps use."""
-
-    job = None
-    saved: dict = {}
-
-    def progress(self, fraction: float, message: str = "") -> None:
-        return None
-
-    def checkpoint(self, **values) -> None:
-        return None
-
-    def log(self, line: str) -> None:
-        return None
 
 
 def scripted_agent(body: dict) -> dict:
@@ -76,7 +61,7 @@ def test_a_round_evaluates_and_diagnoses_fresh_tasks_on_an_imported_environment(
                 "train": False,
             },
         )
-        evaluated = evaluate(evolution_round, Context())
+        evaluated = evaluate(evolution_round, QuietJobContext())
     assert evaluated["episodes"] == 3 and evaluated["success_rate"] == 0.0, evaluated
 
     evaluation = evolution_round.evaluations.get()
@@ -95,7 +80,7 @@ def test_a_round_evaluates_and_diagnoses_fresh_tasks_on_an_imported_environment(
         (task.instruction, trajectory.reward) for task, trajectory in gold
     ]
 
-    diagnosed = diagnose(evolution_round, Context())
+    diagnosed = diagnose(evolution_round, QuietJobContext())
     report = evolution_round.diagnoses.get()
     labelled = FailureLabel.objects.filter(report=report)
     assert labelled.values("trajectory").distinct().count() == 3 == diagnosed["failures"]

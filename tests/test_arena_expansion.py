@@ -12,24 +12,9 @@ from environments.models import Environment
 from environments.registry import record_package
 from tasks.gold_tools import gold_tools
 from tests.support import factories
+from tests.support.job_context import QuietJobContext
 from tests.support.sample_package import build_sample_package
 from training.models import TrainingRun, TrainingTask
-
-
-class Context:
-    """The slice of a JobContext the expand step uses."""
-
-    job = None
-    saved: dict = {}
-
-    def progress(self, fraction: float, message: str = "") -> None:
-        return None
-
-    def checkpoint(self, **values) -> None:
-        return None
-
-    def log(self, line: str) -> None:
-        return None
 
 
 @pytest.fixture
@@ -59,7 +44,7 @@ def test_targeted_tasks_use_the_tools_and_reach_the_training_set(bookstore, view
         write_steps=1,
         tools=["update_stock"],
     )
-    assert expand(evolution_round, Context()) == {"applied": 1, "failed": 0}
+    assert expand(evolution_round, QuietJobContext()) == {"applied": 1, "failed": 0}
     target.refresh_from_db()
     assert target.status == "applied" and target.result["version"] == bookstore.version
     created = target.result["tasks"]
@@ -114,7 +99,7 @@ def test_a_round_whose_every_expansion_failed_fails_with_the_reasons(bookstore):
     evolution_round = factories.make_round(status="expanding")
     approved(evolution_round, bookstore, count=2, tools=["no_such_tool"])
     with pytest.raises(ExpansionsFailed, match="every approved expansion failed: #\\d+ more_tasks"):
-        expand(evolution_round, Context())
+        expand(evolution_round, QuietJobContext())
     (proposal,) = evolution_round.proposals.all()
     assert proposal.status == "failed" and "no_such_tool" in proposal.result["error"]
 
@@ -189,7 +174,7 @@ def test_a_complexify_proposal_naming_an_unknown_tool_builds_no_version(bookstor
     evolution_round = factories.make_round(status="expanding")
     approved(evolution_round, bookstore, "complexify_database", tools=["nope_tool"], tasks=2)
     with pytest.raises(ExpansionsFailed, match="has no tool nope_tool"):
-        expand(evolution_round, Context())
+        expand(evolution_round, QuietJobContext())
     assert list(Environment.objects.filter(name=bookstore.name)) == [bookstore]
 
 
@@ -211,7 +196,7 @@ def test_a_complexify_whose_tasks_fail_retires_its_new_version(bookstore, monkey
         rows_per_table=3,
     )
     with pytest.raises(ExpansionsFailed, match="no graph task using get_book"):
-        expand(evolution_round, Context())
+        expand(evolution_round, QuietJobContext())
     grown = Environment.objects.get(name=bookstore.name, version=bookstore.version + 1)
     assert grown.status == "retired" and steps.current_version(bookstore) == bookstore
 
@@ -223,7 +208,7 @@ def test_task_proposals_land_on_the_version_the_same_round_complexified(bookstor
     evolution_round = factories.make_round(status="expanding", seed=9)
     more = approved(evolution_round, bookstore, count=3, min_walk_length=1, max_walk_length=2)
     grow = approved(evolution_round, bookstore, "complexify_database", tools=["get_book"], tasks=0)
-    assert expand(evolution_round, Context()) == {"applied": 2, "failed": 0}
+    assert expand(evolution_round, QuietJobContext()) == {"applied": 2, "failed": 0}
     more.refresh_from_db()
     grow.refresh_from_db()
     assert more.result["version"] == grow.result["version"] == bookstore.version + 1
@@ -247,7 +232,7 @@ def test_a_round_training_budget_caps_expansion_tasks_per_environment_in_turns(b
     second = approved(
         evolution_round, bookstore, count=4, min_walk_length=1, max_walk_length=3, write_steps=1
     )
-    assert expand(evolution_round, Context())["applied"] == 2
+    assert expand(evolution_round, QuietJobContext())["applied"] == 2
     evolution_round.config = {"replay_ratio": 0.0, "training": {"tasks_per_environment": 3}}
     run = TrainingRun.objects.create(base_policy=evolution_round.policy)
     links = round_training_set(evolution_round, run)
