@@ -14,7 +14,6 @@ over the same documents builds nothing again. Without a broker the jobs run in t
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from django.conf import settings
@@ -24,7 +23,7 @@ from django.db.models import Q
 
 from aw_site.models import Job
 from environments.directory.launch import ITEM_JOB, RUN_JOB, start_run
-from environments.directory.ledger import RunSummary, run_summary
+from environments.directory.ledger import RunSummary
 from environments.directory.listing import (
     DirectoryError,
     Selection,
@@ -32,6 +31,7 @@ from environments.directory.listing import (
     install_directory,
 )
 from environments.directory.mcp_packages import PackageError, read_package_list
+from environments.management.run_progress import follow_catalogue_run
 from environments.models import CatalogueRun, Environment
 
 
@@ -117,32 +117,26 @@ class Command(BaseCommand):
 
     def follow(self, run: CatalogueRun, timeout: float) -> RunSummary:
         """Print the run's progress until every document has an outcome and its tasks are done."""
-        last, deadline = "", time.monotonic() + timeout
-        while True:
-            run.refresh_from_db()
-            job = Job.objects.get(pk=run.job_id)
-            if job.state == Job.State.FAILED:
-                raise CommandError(f"catalogue run #{run.pk} could not start: {job.error}")
-            summary = run_summary(run)
-            pending_tasks = self.pending_tasks(summary, run)
-            line = (
-                f"listing the documents: {job.message or job.state}"
-                if not job.is_finished
-                else f"listed {summary.listed}: published {summary.counts['published']}, rejected "
+
+        def line_of(job: Job, summary: RunSummary, pending_tasks: int) -> str:
+            if not job.is_finished:
+                return f"listing the documents: {job.message or job.state}"
+            return (
+                f"listed {summary.listed}: published {summary.counts['published']}, rejected "
                 f"{summary.counts['rejected']}, failed {summary.counts['failed']}, remaining "
                 f"{summary.remaining}; earlier runs {summary.done_before}; tasks kept "
                 f"{summary.tasks_kept}"
                 + (f" ({pending_tasks} syntheses left)" if pending_tasks else "")
                 + parts_line(summary)
             )
-            if line != last:
-                self.stdout.write(line)
-                last = line
-            if job.is_finished and summary.finished and not pending_tasks:
-                return summary
-            if time.monotonic() > deadline:
-                raise CommandError(f"catalogue run #{run.pk} still running after {timeout:.0f}s")
-            time.sleep(1.0)
+
+        return follow_catalogue_run(
+            run,
+            timeout,
+            self.stdout.write,
+            line_of,
+            waiting=lambda summary: self.pending_tasks(summary, run),
+        )
 
     adopted: tuple[int, ...] = ()  # jobs of an exited run this command runs too
 

@@ -196,30 +196,18 @@ class Command(BaseCommand):
 
     def follow_run(self, run, timeout: float):
         """Print the run's progress until every environment of it has an outcome."""
-        from environments.directory.ledger import run_summary
+        from environments.management.run_progress import follow_catalogue_run
 
-        last, deadline = "", time.monotonic() + timeout
-        while True:
-            run.refresh_from_db()
-            job = Job.objects.get(pk=run.job_id)
-            if job.state == Job.State.FAILED:
-                raise CommandError(f"catalogue run #{run.pk} could not start: {job.error}")
-            summary = run_summary(run)
-            line = (
-                f"listing the release: {job.message or job.state}"
-                if not job.is_finished
-                else f"listed {summary.listed}: published {summary.counts['published']}, "
+        def line_of(job, summary, _waiting: int) -> str:
+            if not job.is_finished:
+                return f"listing the release: {job.message or job.state}"
+            return (
+                f"listed {summary.listed}: published {summary.counts['published']}, "
                 f"rejected {summary.counts['rejected']}, failed {summary.counts['failed']}, "
                 f"remaining {summary.remaining}; built by earlier runs {summary.done_before}"
             )
-            if line != last:
-                self.stdout.write(line)
-                last = line
-            if job.is_finished and summary.finished:
-                return summary
-            if time.monotonic() > deadline:
-                raise CommandError(f"catalogue run #{run.pk} still running after {timeout:.0f}s")
-            time.sleep(0.3)
+
+        return follow_catalogue_run(run, timeout, self.stdout.write, line_of, poll=0.3)
 
     def report_run(self, summary) -> None:
         """Published and rejected environments of the run, by reason; fails when it had some
