@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,28 @@ def build_environment(ctx: JobContext, source: str) -> dict[str, Any]:
     """Deprecated alias of `environments.build` for one built-in source (jobs queued before the
     build entry point): an unverified build is recorded REJECTED and the job succeeds."""
     return run_build(ctx, BuildRequest.for_source(source), fail_on_reject=False)
+
+
+def built_or_rejected(
+    ctx: JobContext, request: BuildRequest, rejected_elsewhere: Callable[[], Any] = lambda: None
+) -> Environment:
+    """The environment one build of ``request`` ends with: the published one, or the draft the
+    pipeline rejected with its reason (``rejected_elsewhere``: a final row found another way).
+    Any other failure raises; an interrupted job's failure always does, so it is retried."""
+    try:
+        result = run_build(ctx, request)
+    except Exception as exc:
+        if interrupted(exc):
+            raise
+        draft = ctx.saved.get("draft_environment")
+        rejected = (
+            rejected_elsewhere()
+            or Environment.objects.filter(pk=draft, status=Environment.Status.REJECTED).first()
+        )
+        if rejected is None:
+            raise
+        return rejected
+    return Environment.objects.get(pk=result["environment"])
 
 
 def run_build(

@@ -197,7 +197,7 @@ def build_part(
     ctx: JobContext, item: CatalogueItem, theme: Theme, category: DirectoryCategory
 ) -> PartOutcome:
     """Build one theme part, unless an earlier attempt already finished it."""
-    from environments.jobs import UNFINISHED, announce_published, run_build
+    from environments.jobs import UNFINISHED, announce_published, built_or_rejected
 
     request = BuildRequest.for_theme(
         theme.pk,
@@ -212,20 +212,7 @@ def build_part(
         return outcome_of(done)
     for draft in Environment.objects.filter(theme=theme, status__in=UNFINISHED):
         discard_draft(ctx, draft)
-    try:
-        result = run_build(ctx, request)
-    except Exception as exc:
-        if interrupted(exc):
-            raise
-        draft = ctx.saved.get("draft_environment")
-        rejected = (
-            final_environment(theme)
-            or Environment.objects.filter(pk=draft, status=Environment.Status.REJECTED).first()
-        )
-        if rejected is not None:
-            return outcome_of(rejected)
-        raise
-    return outcome_of(Environment.objects.get(pk=result["environment"]))
+    return outcome_of(built_or_rejected(ctx, request, lambda: final_environment(theme)))
 
 
 def final_environment(theme: Theme) -> Environment | None:

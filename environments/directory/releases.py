@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from aw_site.jobs import JobContext, enqueue, interrupted
+from aw_site.jobs import JobContext, enqueue
 from environments.agent_world.release import (
     CHECKPOINT_SUFFIX,
     QUESTIONS_FOLDER,
@@ -101,7 +101,7 @@ def run_release_documents(run: CatalogueRun) -> list[DirectoryDocument]:
 
 def build_released(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
     """Build one released environment of the run and record the outcome on its item."""
-    from environments.jobs import UNFINISHED, announce_published, run_build
+    from environments.jobs import UNFINISHED, announce_published, built_or_rejected
 
     env_id = item.key.removeprefix(KEY_PREFIX)
     mix = Path(item.run.source)
@@ -126,17 +126,7 @@ def build_released(ctx: JobContext, item: CatalogueItem) -> dict[str, Any]:
         if earlier.status == Environment.Status.VERIFIED:
             announce_published(ctx, earlier, request)
         return _finish(item, earlier)
-    try:
-        result = run_build(ctx, request)
-    except Exception as exc:
-        if interrupted(exc):
-            raise
-        draft = ctx.saved.get("draft_environment")
-        rejected = Environment.objects.filter(pk=draft, status=Environment.Status.REJECTED).first()
-        if rejected is None:
-            raise
-        return _finish(item, rejected)
-    return _finish(item, Environment.objects.get(pk=result["environment"]))
+    return _finish(item, built_or_rejected(ctx, request))
 
 
 def _finish(item: CatalogueItem, environment: Environment | None, reason: str = "") -> dict:
