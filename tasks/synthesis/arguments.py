@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import string
@@ -164,6 +165,15 @@ def _reshaped(code: str, taken: set[str], rng: random.Random) -> str | None:
     return None
 
 
+@functools.cache
+def _faker() -> Any:
+    """One Faker for the process (building one loads every provider: too slow per value);
+    each value seeds it afresh, so values do not depend on what was drawn before."""
+    from faker import Faker
+
+    return Faker("en_US")
+
+
 def _faked(table: str, column: str, taken: set[str], rng: random.Random) -> str | None:
     """A new value the column's name asks Faker for (``email``, ``phone``, ``city``,
     ``street``), none the column holds yet; None where its name asks for no provider."""
@@ -172,9 +182,7 @@ def _faked(table: str, column: str, taken: set[str], rng: random.Random) -> str 
     rule = name_rule(column, singular(table))
     if rule is None:
         return None
-    from faker import Faker
-
-    fake = Faker("en_US")
+    fake = _faker()
     fake.seed_instance(rng.randint(0, 2**31))
     for _ in range(5):
         value = str(rule.make(fake))
