@@ -18,9 +18,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from environments.json_schemas import schema_error
 from environments.python_source import parse_python, python_name
 
 PACKAGE_FILES = ("manifest.json", "state.sqlite", "tools.py", "tool_tests.py", "provenance.json")
@@ -345,13 +347,11 @@ def check_tool_schema(tool: Any, index: int) -> None:
     if not isinstance(required, list) or any(r not in properties for r in required):
         raise PackageError(f"{where}: parameters.required must list declared properties")
     try:
-        from jsonschema.validators import validator_for
-
-        validator_for(schema).check_schema(schema)
-    except ImportError:  # pragma: no cover - jsonschema is a project dependency
-        pass
-    except Exception as exc:  # jsonschema.SchemaError
-        raise PackageError(f"{where}: parameters is not a valid JSON schema ({exc})") from exc
+        error = schema_error(schema)
+    except (TypeError, ValueError, RecursionError) as exc:  # not JSON at all
+        error = exc
+    if error is not None:
+        raise PackageError(f"{where}: parameters is not a valid JSON schema ({error})") from error
 
 
 def _parse(source: str, filename: str) -> ast.Module:
@@ -363,16 +363,30 @@ def _parse(source: str, filename: str) -> ast.Module:
 
 def _top_level_functions(source: str, filename: str) -> dict[str, bool]:
     """Top-level function names -> whether the first parameter is `db`."""
+    return dict(_top_level_functions_of(source, filename))
+
+
+@lru_cache(maxsize=256)
+def _top_level_functions_of(source: str, filename: str) -> tuple[tuple[str, bool], ...]:
+    """Parsed once per source: a package is written, loaded and staged with the same code."""
     functions = {}
     for node in _parse(source, filename).body:
         if isinstance(node, ast.FunctionDef):
             params = node.args.posonlyargs + node.args.args
             functions[node.name] = bool(params) and params[0].arg == "db"
-    return functions
+    return tuple(functions.items())
 
 
 def _tool_tests(source: str, tool_names: set[str]) -> dict[str, list[str]]:
     """Map tool name -> its test function names (`test_<tool>__<case>(call)`)."""
+    return {tool: list(tests) for tool, tests in _tool_tests_of(source, frozenset(tool_names))}
+
+
+@lru_cache(maxsize=256)
+def _tool_tests_of(
+    source: str, tool_names: frozenset[str]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Parsed once per source and tool set (a refusal raises, and is not kept)."""
     tests: dict[str, list[str]] = {}
     for node in _parse(source, "tool_tests.py").body:
         if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
@@ -383,7 +397,7 @@ def _tool_tests(source: str, tool_names: set[str]) -> dict[str, list[str]]:
         if tool not in tool_names:
             raise PackageError(f"tool_tests.py: {node.name} tests unknown tool {tool!r}")
         tests.setdefault(tool, []).append(node.name)
-    return tests
+    return tuple((tool, tuple(names)) for tool, names in tests.items())
 
 
 def _check_state(path: Path, tables: dict[str, Any] | None) -> None:

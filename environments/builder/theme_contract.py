@@ -32,6 +32,8 @@ from typing import Any
 
 import jsonschema
 
+from environments.json_schemas import validate
+
 from .theme_model import EntitySpec, ThemeModel, ToolPlan
 from .theme_patterns import matching_value
 from .theme_values import json_schema, schema_value, valid
@@ -337,7 +339,7 @@ def response_check(
     schema = json_schema(plan.response_schema)
     for result in answered:
         try:
-            jsonschema.validate(result.result, schema)
+            validate(result.result, schema)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "the result"
             return ContractCheck(

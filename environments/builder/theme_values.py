@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonschema
 
+from environments.json_schemas import validate
+
 from .theme_model import all_of, plain_type
 from .theme_patterns import matching_value
 
@@ -44,7 +46,7 @@ def json_schema(schema: Any) -> Any:
 
 def valid(value: Any, schema: dict) -> bool:
     try:
-        jsonschema.validate(value, json_schema(schema))
+        validate(value, json_schema(schema))
     except jsonschema.ValidationError:
         return False
     except Exception:  # noqa: BLE001 - a schema we cannot read (bad or unresolvable $ref)
