@@ -33,6 +33,7 @@ from .theme_model import (
     words,
 )
 from .theme_verbs import (
+    ACTIONS,
     CLOCK_WORDS,
     COMPUTATION_PHRASES,
     COMPUTATIONS,
@@ -52,6 +53,7 @@ from .theme_verbs import (
     VERBS,
 )
 
+VERSION_SEGMENT = re.compile(r"v\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.I)
 MANY_ROWS = ("list", "get_many", "batch_create")  # operations answering a list of rows
 ONE_ROW = ("get", "get_by_fields", "create", "update", "transition", "delete")  # one row
 
@@ -223,6 +225,17 @@ class ToolReader:
             )
         verb, noun = self.verb_noun(tool)
         http = tool.get("http") or {}
+        action, action_noun = self.path_action(http)
+        if action and verb in ("", "create"):  # the path says more than POST or `post...`
+            known = action_noun and self.noun_entity(action_noun)
+            verb, noun = action, (action_noun if known or not noun else noun)
+        if verb.startswith("action:"):
+            word = verb.split(":", 1)[1]
+            return plan.reject(
+                f"performs the action {word!r} (POST {http.get('path', '')}): it "
+                f"{ACTIONS[word]}, which is neither the creation, the change nor the removal "
+                "of one row; the offline builder does not write actions"
+            )
         annotations = tool.get("annotations") or {}
         owner = None if self.names_entity_itself(noun) else self.list_field_entity(noun)
         if owner:
@@ -247,6 +260,8 @@ class ToolReader:
             if verb in ("create", "update", "delete") and not entity and noun:
                 entity = self.new_noun_entity(noun)
         if verb.startswith("transition:"):
+            if http:  # its path names the row it moves (`/quotes/{quote}/cancel`)
+                plan.options["http"] = dict(http)
             return self.plan_transition(plan, verb.split(":", 1)[1], noun, entity)
         if not verb:
             return plan.reject(
@@ -365,6 +380,34 @@ class ToolReader:
         last = [w for w in noun if w not in ("by", "id", "with")]
         word = last[0] if last else noun[0]
         return word != singular(word) and word not in QUANTIFIERS and "multiple" not in noun
+
+    def path_action(self, http: dict) -> tuple[str, list[str]]:
+        """What a POST to a row's own path does, read from the path's last word
+        (`/invoices/{invoice}/pay`, `/v1/{name}:cancel`): a transition, a verb the tables
+        know, or `action:<word>` for an action no row records; with the noun of the row's
+        collection. ("", []) when the path ends in a collection (`/lists/{list}/tasks`)."""
+        path = str(http.get("path") or "")
+        if str(http.get("method") or "").upper() != "POST":
+            return "", []
+        found = re.search(r"(?:\}/|:)([A-Za-z][A-Za-z0-9_-]*)/?$", path)
+        if not found:
+            return "", []
+        tokens = words(found.group(1))
+        before = [
+            s
+            for s in path[: found.start()].split("/")
+            if s and not s.startswith("{") and not VERSION_SEGMENT.fullmatch(s)
+        ]
+        noun = words(before[-1].split(":")[0]) if before else []
+        first = tokens[0]
+        if first in TRANSITIONS:
+            return f"transition:{first}", noun
+        for op, verbs in VERBS.items():
+            if first in verbs and op != "create":
+                return op, noun
+        if first in ACTIONS and len(tokens) == 1:
+            return f"action:{first}", noun
+        return "", []
 
     def http_verb(self, http: dict) -> str:
         method = http.get("method", "")
