@@ -9,6 +9,7 @@ ECMA-only pattern, an entity without an id, int64-breaking bounds, `allOf` and s
 
 from __future__ import annotations
 
+import copy
 import re
 import sqlite3
 from io import StringIO
@@ -22,6 +23,7 @@ from environments.builder.request import BuildRequest
 from environments.builder.stages import BuildFailed
 from environments.builder.theme_pipeline import run_theme_pipeline
 from environments.discovery.themes import parse_theme_document
+from environments.json_schemas import schema_error
 from environments.models import Environment
 from environments.themes_import import store_theme
 from environments.tool_names import function_name, function_names
@@ -85,6 +87,27 @@ def test_swagger_2_openapi_3_0_and_3_1_documents_each_build(storage, document):
     assert {"title", "genre", "pages"} <= set(create["properties"])  # the body's fields
     assert create["required"] == ["title"]
     assert environment.theme.provenance["identity"]["provider"] == "books.example.org"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_older_draft_bounds_and_unreadable_keywords_never_fail_the_build(storage):
+    """Azure's and App Center's documents write draft 4's `exclusiveMinimum: true` and
+    api.video's a `pattern: 0`: the whole document was rejected at packaging with a
+    meta-schema trace. Now the bound is respelled, the unreadable keyword dropped with a note."""
+    document = copy.deepcopy(docs.OPENAPI_30)
+    book = document["components"]["schemas"]["Book"]["properties"]
+    book["pages"].update({"exclusiveMinimum": True, "exclusiveMaximum": False})
+    book["genre"]["pattern"] = 0
+    environment = build(document, "books.json")
+    assert environment.status == "verified", environment.failure_reason
+    create = environment.tools.get(name="createBook")
+    parameters = create.schema["function"]["parameters"]
+    assert schema_error(parameters) is None
+    pages = parameters["properties"]["pages"]
+    assert pages.get("exclusiveMinimum") == 1 and "minimum" not in pages
+    assert pages.get("maximum") == 2000 and "exclusiveMaximum" not in pages
+    assert "pattern" not in parameters["properties"]["genre"]
+    assert "genre.pattern (0) is not valid JSON Schema" in create.schema["function"]["description"]
 
 
 # --- every trap at once ------------------------------------------------------------------------

@@ -214,6 +214,11 @@ class ToolReader:
                 f"the name {plan.name!r} is not a function name a client can call (letters, "
                 "digits, '_' or '-', at most 64, starting with a letter)"
             )
+        if tool.get("unreadable_parameters"):
+            return plan.reject(
+                "its parameters are not a JSON schema a client can read, even with the "
+                "keywords JSON Schema 2020-12 refuses left out"
+            )
         outside = self.outside_world(tool)
         if outside:
             return plan.reject(f"needs the outside world: {outside}")

@@ -14,7 +14,7 @@ from .theme_model import ThemeModel
 from .theme_openapi import openapi_entities, response_entity, response_schema
 from .theme_plans import ToolReader, choose_key
 from .theme_prd import prd_entities
-from .theme_schemas import checkable_schema
+from .theme_schemas import checkable_schema, readable_schema
 
 
 def theme_tools(theme: dict) -> list[dict]:
@@ -32,7 +32,11 @@ def theme_tools(theme: dict) -> list[dict]:
             tool["name"] = name
         if isinstance(tool.get("parameters"), dict):
             notes: list[str] = []
-            tool["parameters"] = checkable_schema(tool["parameters"], notes)
+            checkable = checkable_schema(tool["parameters"], notes)
+            readable = readable_schema(checkable, notes)
+            if readable is None:  # the planner refuses this tool alone, saying why
+                tool["unreadable_parameters"] = True
+            tool["parameters"] = readable if readable is not None else checkable
             if notes:
                 tool["notes"] = [*(tool.get("notes") or []), *notes]
                 tool["description"] = f"{tool.get('description') or ''} (Note: {'; '.join(notes)}.)"
