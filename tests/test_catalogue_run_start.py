@@ -65,6 +65,48 @@ def test_a_reviewer_starts_a_run_whose_job_installs_and_lists_the_directory(
     assert status["summary"]["counts"]["rejected"] == 1 and status["summary"]["finished"]
 
 
+def run_to_the_end(run_id: int) -> CatalogueRun:
+    """Run the run's fan-out job, then each build job it queued (the jobs stay queued here)."""
+    run = CatalogueRun.objects.get(pk=run_id)
+    assert execute_job(run.job_id, worker="test") == Job.State.SUCCEEDED
+    for item in CatalogueItem.objects.filter(run=run, job__isnull=False):
+        assert execute_job(item.job_id, worker="test") == Job.State.SUCCEEDED
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_asked_to_retry_rejections_builds_the_rejected_document_again(
+    installed, reviewer_api
+):
+    """`retry_rejected: true` over the API: the document an earlier run rejected gets a new row
+    in the new run (its old one kept, superseded) and the summaries count it once."""
+    first = reviewer_api.post(URL, {"only": "empty.example.com/*", "tasks": 0}, format="json")
+    first_run = run_to_the_end(first.json()["run"]["id"])
+    [rejected] = CatalogueItem.objects.filter(run=first_run)
+    assert rejected.state == CatalogueItem.State.REJECTED and not first_run.retry_rejected
+
+    body = {"only": "empty.example.com/*", "tasks": 0, "retry_rejected": True}
+    answer = reviewer_api.post(URL, body, format="json")
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["run"]["retry_rejected"] is True
+    second_run = run_to_the_end(answer.json()["run"]["id"])
+    fan_out = Job.objects.get(pk=second_run.job_id)
+    assert fan_out.result["retried"] == 1 and fan_out.result["done_before"] == 0
+    assert "1 of them retried (rejected or failed by an earlier run)" in fan_out.message
+    [again] = CatalogueItem.objects.filter(run=second_run)
+    assert again.pk != rejected.pk and again.state == CatalogueItem.State.REJECTED
+    assert again.retries == CatalogueItem.State.REJECTED
+    rejected.refresh_from_db()
+    assert rejected.superseded and rejected.run == first_run
+
+    now = reviewer_api.get(f"{URL}{second_run.pk}/").json()["summary"]
+    assert (now["retried"], now["counts"]["rejected"], now["done_before"]) == (1, 1, 0)
+    then = reviewer_api.get(f"{URL}{first_run.pk}/").json()["summary"]
+    assert (then["superseded"], then["counts"]["rejected"], then["top_reasons"]) == (1, 0, [])
+    [listed] = reviewer_api.get(f"{URL}{first_run.pk}/items/").json()["results"]
+    assert listed["superseded"] is True and listed["id"] == rejected.pk
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_install_that_fails_ends_the_runs_job_in_words(jobs_wait, admin_api, monkeypatch):
     answer = admin_api.post(URL, {"sample": 3, "seed": 7, "limit": 2}, format="json")
@@ -94,6 +136,8 @@ def test_an_install_that_fails_ends_the_runs_job_in_words(jobs_wait, admin_api, 
         ({"only": "a\nb"}, "only", "must be one line"),
         ({"directory": "/etc"}, "directory", "the directory is always the npm package"),
         ({"source": "/srv"}, "source", "not a field of a catalogue run"),
+        ({"retry_rejected": "maybe"}, "retry_rejected", "must be true or false, not 'maybe'"),
+        ({"retry_rejected": ["on"]}, "retry_rejected", "must be true or false, not list"),
     ],
 )
 def test_a_wrong_field_is_refused_in_words_and_nothing_is_queued(
@@ -144,6 +188,27 @@ def test_the_console_form_starts_a_run_and_shows_it(jobs_wait, client, reviewer)
     assert Job.objects.get(pk=run.job_id).kind == RUN_JOB
     listing = client.get(reverse("catalogue-runs")).content.decode()
     assert "(installing)" in listing and "only music.example.io/*" in listing
+
+
+@pytest.mark.django_db
+def test_the_console_forms_checkbox_asks_the_run_to_retry_rejections(jobs_wait, client, reviewer):
+    client.force_login(reviewer)
+    page = client.get(reverse("catalogue-runs")).content.decode()
+    assert 'type="checkbox" id="run-retry-rejected" name="retry_rejected"' in page
+    form = {"only": "", "sample": "", "seed": "0", "limit": "", "tasks": "0"}
+    client.post(reverse("catalogue-run-start"), form)  # unchecked: the field is not sent
+    client.post(reverse("catalogue-run-start"), {**form, "retry_rejected": "on"})
+    assert list(CatalogueRun.objects.order_by("pk").values_list("retry_rejected", flat=True)) == [
+        False,
+        True,
+    ]
+    listing = client.get(reverse("catalogue-runs")).content.decode()
+    assert "all documents, retrying what earlier runs rejected" in listing
+    answer = client.post(reverse("catalogue-run-start"), {**form, "retry_rejected": "perhaps"})
+    assert answer.status_code == 400
+    body = answer.content.decode()
+    assert "<strong>retry_rejected</strong>: must be true or false" in body
+    assert CatalogueRun.objects.count() == 2
 
 
 @pytest.mark.django_db

@@ -20,8 +20,11 @@ from django.urls import reverse
 
 from aw_site.jobs import execute_job
 from aw_site.models import Job
+from environments.builder import theme_pipeline
+from environments.builder.stages import BuildFailed
 from environments.directory import installs, listing
 from environments.directory.categories import DIRECTORY_CATEGORIES, directory_category
+from environments.directory.ledger import run_summary
 from environments.directory.listing import Selection, list_documents, select
 from environments.discovery.taxonomy import primary_of
 from environments.discovery.themes import parse_theme_document
@@ -104,6 +107,91 @@ def test_a_later_run_builds_what_an_earlier_one_did_not_reach_and_retries_failur
     assert items[docs.BROKEN].state == CatalogueItem.State.REJECTED  # the failed one, again
     assert items[docs.BOOKS].run_id == CatalogueRun.objects.order_by("pk").first().pk
     assert Environment.objects.filter(name__startswith="book_shop").count() == 1
+
+
+class RefusingBuilder:
+    """The theme pipeline as it was before an improvement: it refuses the music catalogue at
+    the verify stage (the real build job records the draft REJECTED with the reason); once
+    `improved`, every theme goes through the real pipeline."""
+
+    def __init__(self, real) -> None:
+        self.real, self.improved, self.built = real, False, []
+
+    def __call__(self, request, theme, **kwargs):
+        self.built.append(request.name)
+        if not self.improved and request.name.startswith("tunes"):
+            raise BuildFailed("verify", "0 of 4 tools verified; needs at least 3")
+        return self.real(request, theme, **kwargs)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retry_rejected_builds_again_only_what_earlier_runs_rejected(
+    storage, tmp_path, monkeypatch
+):
+    """One document published, two rejected (the music catalogue by the verify stage, one with
+    no operations at parse). After the builder improves, --retry-rejected builds the two
+    rejected ones again, not the published one; their rejected rows stay as history, superseded,
+    and each document is counted once, by its newest outcome. A run without the flag then
+    builds nothing; another with it builds again only what is still rejected."""
+    builder = RefusingBuilder(theme_pipeline.run_theme_pipeline)
+    monkeypatch.setattr(theme_pipeline, "run_theme_pipeline", builder)
+    directory = docs.write_directory(tmp_path / "directory", (docs.BOOKS, docs.MUSIC, docs.EMPTY))
+    build_catalogue(directory)
+    first = CatalogueRun.objects.get()
+    old = ledger()
+    assert old[docs.BOOKS].state == CatalogueItem.State.PUBLISHED, old[docs.BOOKS].reason
+    assert old[docs.MUSIC].state == CatalogueItem.State.REJECTED
+    assert old[docs.MUSIC].reason == "verify stage failed: 0 of 4 tools verified; needs at least 3"
+    assert old[docs.EMPTY].state == CatalogueItem.State.REJECTED
+    [refused] = Environment.objects.filter(pk__in=old[docs.MUSIC].environments)
+    assert refused.status == Environment.Status.REJECTED  # the draft the rejection left
+    item_jobs, books_built = Job.objects.filter(kind=ITEM_JOB).count(), len(builder.built)
+
+    builder.improved = True
+    text = build_catalogue(directory, retry_rejected=True)
+    second = CatalogueRun.objects.latest("pk")
+    assert second.retry_rejected and "retrying what earlier runs rejected" in second.selection_label
+    assert "earlier runs 1; retried 2" in text
+    assert "retried 2 documents and 0 parts that earlier runs rejected or failed" in text
+    assert Job.objects.filter(kind=ITEM_JOB).count() == item_jobs + 2  # music and the empty one
+    assert builder.built[books_built:] == [refused.name]  # not the books
+    current = {i.key: i for i in CatalogueItem.objects.filter(superseded=False)}
+    assert current[docs.BOOKS].pk == old[docs.BOOKS].pk and current[docs.BOOKS].run == first
+    for key in (docs.MUSIC, docs.EMPTY):  # a new row each; the rejected one kept as history
+        assert current[key].pk != old[key].pk and current[key].run == second
+        assert current[key].retries == CatalogueItem.State.REJECTED
+        history = CatalogueItem.objects.get(pk=old[key].pk)
+        assert history.superseded and history.run == first
+        assert (history.state, history.reason) == (old[key].state, old[key].reason)
+    music = current[docs.MUSIC]
+    assert music.state == CatalogueItem.State.PUBLISHED, music.reason
+    [rebuilt] = Environment.objects.filter(pk__in=music.environments)
+    assert rebuilt.status == Environment.Status.VERIFIED and rebuilt.pk != refused.pk
+    assert rebuilt.theme_id != refused.theme_id  # the document's theme stored afresh
+    assert Environment.objects.get(pk=refused.pk).status == Environment.Status.REJECTED
+    assert current[docs.EMPTY].state == CatalogueItem.State.REJECTED  # still: nothing to build
+    assert Environment.objects.filter(name__startswith="book_shop").count() == 1
+
+    now, then = run_summary(second), run_summary(first)
+    assert (now.counts["published"], now.counts["rejected"]) == (1, 1)
+    assert (now.retried, now.done_before, now.superseded) == (2, 1, 0)
+    assert (then.counts["published"], then.counts["rejected"], then.superseded) == (1, 0, 2)
+    assert then.top_reasons == [] and then.retried == 0
+    assert now.top_reasons == [("parse stage failed: OpenAPI document has no operations", 1)]
+
+    jobs = Job.objects.filter(kind=ITEM_JOB).count()
+    rows, built = CatalogueItem.objects.count(), len(builder.built)
+    again = build_catalogue(directory)  # without the flag: everything is final
+    assert "earlier runs 3" in again and "retried" not in again
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs
+    assert CatalogueItem.objects.count() == rows and len(builder.built) == built
+
+    build_catalogue(directory, retry_rejected=True)  # with it: only what is still rejected
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs + 1
+    assert CatalogueItem.objects.filter(key=docs.EMPTY).count() == 3
+    assert CatalogueItem.objects.filter(key=docs.EMPTY, superseded=False).count() == 1
+    assert CatalogueItem.objects.filter(key=docs.MUSIC).count() == 2
+    assert len(builder.built) == built  # the empty document is refused before any build
 
 
 @pytest.mark.django_db(transaction=True)

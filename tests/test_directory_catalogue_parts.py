@@ -20,6 +20,7 @@ from aw_site.models import Job
 from environments.directory import ledger
 from environments.directory.build import theme_sha256
 from environments.directory.documents import document_themes
+from environments.jobs import next_version
 from environments.models import CatalogueItem, CatalogueRun, Environment, Theme
 from tests.support import directory_documents as docs
 from tests.test_theme_split import big_document
@@ -38,6 +39,7 @@ class StandInBuild:
         self.built: list[str] = []
         self.most_live = 0
         self.broken = {BROKEN_PART}
+        self.refused = {REFUSED_PART}
         self.lock = threading.Lock()
 
     def __call__(self, ctx, request) -> dict:
@@ -49,9 +51,10 @@ class StandInBuild:
             self.most_live = max(self.most_live, ledger.live_jobs(run))
         if label in self.broken:
             raise RuntimeError("the sandbox fell over")
-        refused = label == REFUSED_PART
+        refused = label in self.refused
         environment = Environment.objects.create(
             name=theme.name[:120],
+            version=next_version(theme.name[:120]),  # past a rejected one of a retried part
             title=theme.title,
             theme=theme,
             status=Environment.Status.REJECTED if refused else Environment.Status.VERIFIED,
@@ -80,9 +83,11 @@ def directory(tmp_path):
     return root
 
 
-def build_catalogue(directory) -> str:
+def build_catalogue(directory, **options) -> str:
     out = StringIO()
-    call_command("build_catalogue", openapi_directory=str(directory), tasks=0, stdout=out)
+    call_command(
+        "build_catalogue", openapi_directory=str(directory), tasks=0, stdout=out, **options
+    )
     return out.getvalue()
 
 
@@ -188,3 +193,60 @@ def test_a_run_killed_while_parts_build_resumes_the_parts_left(stand_in, directo
     assert document.state == CatalogueItem.State.PUBLISHED
     assert len(document.environments) == 18
     assert CatalogueItem.objects.filter(document=document).count() == 18
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retry_rejected_builds_only_the_rejected_part_of_a_published_document(
+    stand_in, directory, client, viewer
+):
+    """A big document published with one part rejected: --retry-rejected builds that part
+    again and nothing else (no published part, not the small document); the document and the
+    part get new rows in the retrying run, their old rows kept as history, superseded."""
+    stand_in.broken = set()
+    build_catalogue(directory)
+    first = CatalogueRun.objects.get()
+    document = CatalogueItem.objects.get(key=BIG)
+    assert document.state == CatalogueItem.State.PUBLISHED
+    refused = parts_of(document)[REFUSED_PART]
+    assert refused.state == CatalogueItem.State.REJECTED
+    jobs_before = Job.objects.filter(kind=ITEM_JOB).count()
+
+    stand_in.refused, stand_in.built = set(), []
+    text = build_catalogue(directory, retry_rejected=True)
+    assert stand_in.built == [REFUSED_PART]
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before + 2  # the document, the part
+    assert "earlier runs 1; retried 1 (and 1 parts)" in text
+    second = CatalogueRun.objects.latest("pk")
+    retried = CatalogueItem.objects.get(key=BIG, superseded=False)
+    assert retried.run == second and retried.retries == CatalogueItem.State.PUBLISHED
+    assert retried.state == CatalogueItem.State.PUBLISHED and len(retried.environments) == 18
+    parts = parts_of(retried)
+    assert len(parts) == 18 and all(not p.superseded for p in parts.values())
+    assert all(p.state == CatalogueItem.State.PUBLISHED for p in parts.values())
+    again = parts[REFUSED_PART]
+    assert again.pk != refused.pk and again.run == second
+    assert again.retries == CatalogueItem.State.REJECTED
+    assert all(p.run == first for label, p in parts.items() if label != REFUSED_PART)
+    for row in (document, refused):  # history: the outcome the first run recorded
+        old = CatalogueItem.objects.get(pk=row.pk)
+        assert old.superseded and old.run == first and old.state == row.state
+
+    now, then = ledger.run_summary(second), ledger.run_summary(first)
+    assert (now.counts["published"], now.part_counts["published"]) == (1, 1)
+    assert (now.retried, now.part_retried, now.done_before) == (1, 1, 1)
+    assert (then.counts["published"], then.superseded) == (1, 1)  # the music catalogue
+    assert (then.part_counts["published"], then.part_counts["rejected"]) == (17, 0)
+    assert then.part_superseded == 1 and then.part_top_reasons == []
+    client.force_login(viewer)
+    page = client.get(reverse("catalogue-run", args=[first.pk])).content.decode()
+    assert 'data-count="superseded">1<' in page and "(built again by a later run)" in page
+    page = client.get(reverse("catalogue-run", args=[second.pk])).content.decode()
+    assert 'data-count="retried">1<' in page and 'data-part-count="retried">1<' in page
+    assert "(retry of published)" in page
+
+    # nothing is rejected any more: a run retrying rejections builds nothing
+    stand_in.built = []
+    jobs_before = Job.objects.filter(kind=ITEM_JOB).count()
+    text = build_catalogue(directory, retry_rejected=True)
+    assert stand_in.built == [] and "earlier runs 2; retried 0" in text
+    assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before

