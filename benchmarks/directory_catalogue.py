@@ -46,7 +46,7 @@ ENOUGH_TASKS = 5
 def newest_items(prefix_test) -> list[CatalogueItem]:
     """One ledger row per document or part: the newest (a resumed run re-takes what failed)."""
     newest: dict[str, CatalogueItem] = {}
-    for item in CatalogueItem.objects.order_by("pk"):
+    for item in CatalogueItem.objects.filter(superseded=False).order_by("pk"):
         if prefix_test(item.key):
             newest[item.key] = item
     return list(newest.values())

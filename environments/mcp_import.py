@@ -10,12 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shlex
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+STDERR_TAIL = 400  # characters of a stdio server's own error output kept in the message
 
 
 class MCPImportError(RuntimeError):
@@ -40,26 +43,32 @@ async def _import(
     server: str | Sequence[str], name: str | None, env: dict[str, str] | None, timeout: float
 ) -> dict[str, Any]:
     is_url = isinstance(server, str) and server.startswith(("http://", "https://"))
-    if is_url:
-        target: Any = server
-        source = {"transport": "streamable_http", "url": server}
-    else:
-        command = shlex.split(server) if isinstance(server, str) else list(server)
-        if not command:
-            raise MCPImportError("empty stdio command")
-        target = StdioServerParameters(command=command[0], args=command[1:], env=env)
-        source = {"transport": "stdio", "command": command}
-    try:
-        with anyio.fail_after(timeout):
-            async with Client(target) as client:
-                tools = await _all_tools(client)
-                info = client.server_info
-                protocol_version = client.protocol_version
-                instructions = client.instructions
-    except TimeoutError as exc:
-        raise MCPImportError(f"MCP server {source} did not answer within {timeout:g} s") from exc
-    except Exception as exc:  # noqa: BLE001 - any transport or protocol failure
-        raise MCPImportError(f"could not list tools of MCP server {source}: {exc}") from exc
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
+        if is_url:
+            target: Any = server
+            source = {"transport": "streamable_http", "url": server}
+        else:
+            command = shlex.split(server) if isinstance(server, str) else list(server)
+            if not command:
+                raise MCPImportError("empty stdio command")
+            params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+            target = stdio_client(params, errlog=errlog)  # its complaints, for the message
+            source = {"transport": "stdio", "command": command}
+        try:
+            with anyio.fail_after(timeout):
+                async with Client(target) as client:
+                    tools = await _all_tools(client)
+                    info = client.server_info
+                    protocol_version = client.protocol_version
+                    instructions = client.instructions
+        except TimeoutError as exc:
+            raise MCPImportError(
+                f"MCP server {source} did not answer within {timeout:g} s{_said(errlog)}"
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - any transport or protocol failure
+            raise MCPImportError(
+                f"could not list tools of MCP server {source}: {_cause(exc)}{_said(errlog)}"
+            ) from exc
 
     server_info = info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else {}
     theme_name = name or server_info.get("name") or _name_from(source)
@@ -97,3 +106,25 @@ async def _all_tools(client: Client) -> list[dict[str, Any]]:
 def _name_from(source: dict[str, Any]) -> str:
     raw = source.get("url") or " ".join(source.get("command", []))
     return re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")[:60] or "mcp_server"
+
+
+def _cause(exc: BaseException) -> str:
+    """The failure itself, not the task group that carried it ("unhandled errors in a
+    TaskGroup (1 sub-exception)" says nothing)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _said(errlog: Any) -> str:
+    """What the server wrote to its error output before it failed, the last of it."""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        said = " ".join(errlog.read().split())
+    except (OSError, ValueError):
+        return ""
+    if not said:
+        return ""
+    return f"; the server said: {said[-STDERR_TAIL:]}"

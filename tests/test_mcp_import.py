@@ -49,3 +49,15 @@ def test_import_reference_memory_server_with_npx():
 def test_unreachable_server_is_a_clear_error():
     with pytest.raises(MCPImportError, match="could not list tools"):
         import_mcp_server("http://127.0.0.1:9/mcp", timeout=10)
+
+
+def test_a_server_that_exits_is_refused_with_what_it_said_not_a_task_group():
+    """Slack's and Google Maps' reference servers exit at start without their token: the
+    message was "unhandled errors in a TaskGroup (1 sub-exception)"."""
+    script = "import sys; sys.stderr.write('Please set SHOP_API_TOKEN first\\n'); sys.exit(1)"
+    with pytest.raises(MCPImportError) as caught:
+        import_mcp_server([sys.executable, "-c", script], timeout=30)
+    message = str(caught.value)
+    assert "TaskGroup" not in message
+    assert message.startswith("could not list tools of MCP server {'transport': 'stdio'")
+    assert message.endswith("the server said: Please set SHOP_API_TOKEN first")
