@@ -195,6 +195,29 @@ def test_a_document_wide_parameter_its_schemas_name_is_data():
     assert all("key" not in t["parameters"]["properties"] for t in tools)
 
 
+def test_the_api_version_a_document_requires_is_no_parameter_and_the_tools_pass(tmp_path, pool):
+    """Azure's documents require `api-version` on every operation (and storage's
+    `x-ms-version` header): 319 of the directory's Azure documents were rejected for "the
+    required parameter 'api-version' has no counterpart" before."""
+    document = copy.deepcopy(DOCUMENT)
+    version = {"name": "api-version", "in": "query", "required": True, "schema": {"type": "string"}}
+    header = {"name": "x-ms-version", "in": "header", "required": True}
+    for item in document["paths"].values():
+        item["parameters"] = [*item["parameters"], version, header]
+    theme = parse_theme_document(document, "notebook.json")
+    for tool in theme["tools"]:
+        assert {"api-version", "x-ms-version"}.isdisjoint(tool["parameters"]["properties"])
+        assert "query parameter 'api-version' is left out: it names the version of the API" in (
+            " ".join(tool["notes"])
+        )
+    model = read_theme(theme)
+    assert not model.rejected, [p.rejected for p in model.rejected]
+    db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")
+    tools = implement_theme_tools(model, db["db_path"])
+    contracts = run_contracts(tools, model, db["db_path"], "notebook", pool)
+    assert all(c.passed for c in contracts.values()), {n: c.summary for n, c in contracts.items()}
+
+
 def test_the_tools_pass_the_document_contract_with_dates_where_dates_belong(tmp_path, pool):
     model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
     db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")

@@ -56,6 +56,9 @@ CREDENTIAL_QUERY = {"accesstoken", "oauthtoken", "apikey", "xapikey", "authtoken
 # query parameters only a transport layer reads (JSON error format, pretty printing, quota
 # attribution, upload protocol): left out wherever they appear (squashed)
 TRANSPORT_QUERY = {"xgafv", "prettyprint", "quotauser", "uploadprotocol", "uploadtype"}
+# query parameters or headers that name the version of the API that answers (Azure's required
+# `api-version`, `x-ms-version`): the offline environment is one version (squashed)
+VERSION_PARAMETERS = {"apiversion", "xmsversion", "xapiversion"}
 # names that are transport or presentation when the document attaches them to every operation,
 # and may be real parameters otherwise (a `callback` URL, a `fields` filter, a map's `key`)
 SHARED_TRANSPORT_QUERY = {"alt", "callback", "fields", "key", "format", "pp"}
@@ -108,7 +111,8 @@ def read_document_parameters(
 
 
 def left_out(name: str, where: str, param: dict, document: DocumentParameters) -> tuple[str, str]:
-    """(why, kind) a parameter is not a tool parameter, kind "credential" or "transport";
+    """(why, kind) a parameter is not a tool parameter, kind "credential", "transport" or
+    "version";
     ("", "") when it is one."""
     lowered, plain = name.lower(), squashed(name)
     description = str(param.get("description") or "").lower()
@@ -123,6 +127,12 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             f"{where or 'the'} parameter {name!r} is left out: it carries a credential, which "
             "the offline environment does not check",
             "credential",
+        )
+    if where in ("query", "header") and plain in VERSION_PARAMETERS:
+        return (
+            f"{where} parameter {name!r} is left out: it names the version of the API that "
+            "answers, and the offline environment is one version",
+            "version",
         )
     if where == "header" and lowered in TRANSPORT_HEADERS:
         return (
