@@ -218,6 +218,40 @@ def test_the_api_version_a_document_requires_is_no_parameter_and_the_tools_pass(
     assert all(c.passed for c in contracts.values()), {n: c.summary for n, c in contracts.items()}
 
 
+def test_a_dry_run_flag_is_no_parameter_in_the_query_or_the_body():
+    """AWS's `DryRun` asks whether the caller may make the call without making it: offline no
+    permission is checked, and a tool that took it would still write (202 EC2 tools refused
+    it in the contract check before)."""
+    document = copy.deepcopy(DOCUMENT)
+    dry_run = {"name": "DryRun", "in": "query", "schema": {"type": "boolean"}}
+    listing = document["paths"]["/notebook/v1/notes"]["get"]
+    listing["parameters"] = [dry_run]
+    insert = document["paths"]["/notebook/v1/notes"]["post"]
+    insert["requestBody"] = {
+        "content": {
+            "application/x-www-form-urlencoded": {
+                "schema": {
+                    "type": "object",
+                    "properties": {**NOTE["properties"], "DryRun": {"type": "boolean"}},
+                }
+            }
+        }
+    }
+    tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
+    for name, where in (
+        ("notebook.notes.list", "query parameter"),
+        ("notebook.notes.insert", "field"),
+    ):
+        assert "DryRun" not in tools[name]["parameters"]["properties"]
+        assert (
+            f"{where} 'DryRun' is left out: it asks only whether the caller may make the call"
+            in (" ".join(tools[name]["notes"]))
+        )
+    assert set(NOTE["properties"]) <= set(
+        tools["notebook.notes.insert"]["parameters"]["properties"]
+    )
+
+
 def test_the_tools_pass_the_document_contract_with_dates_where_dates_belong(tmp_path, pool):
     model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
     db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")

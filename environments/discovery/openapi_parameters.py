@@ -59,6 +59,9 @@ TRANSPORT_QUERY = {"xgafv", "prettyprint", "quotauser", "uploadprotocol", "uploa
 # query parameters or headers that name the version of the API that answers (Azure's required
 # `api-version`, `x-ms-version`): the offline environment is one version (squashed)
 VERSION_PARAMETERS = {"apiversion", "xmsversion", "xapiversion"}
+# parameters that ask only whether the caller may make the call, without making it (AWS's
+# `DryRun`): the offline environment checks no permission, so a dry run has nothing to ask
+PERMISSION_CHECKS = {"dryrun"}
 # names that are transport or presentation when the document attaches them to every operation,
 # and may be real parameters otherwise (a `callback` URL, a `fields` filter, a map's `key`)
 SHARED_TRANSPORT_QUERY = {"alt", "callback", "fields", "key", "format", "pp"}
@@ -111,8 +114,8 @@ def read_document_parameters(
 
 
 def left_out(name: str, where: str, param: dict, document: DocumentParameters) -> tuple[str, str]:
-    """(why, kind) a parameter is not a tool parameter, kind "credential", "transport" or
-    "version";
+    """(why, kind) a parameter is not a tool parameter, kind "credential", "transport",
+    "version" or "permission";
     ("", "") when it is one."""
     lowered, plain = name.lower(), squashed(name)
     description = str(param.get("description") or "").lower()
@@ -133,6 +136,12 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             f"{where} parameter {name!r} is left out: it names the version of the API that "
             "answers, and the offline environment is one version",
             "version",
+        )
+    if where in ("query", "header") and plain in PERMISSION_CHECKS:
+        return (
+            f"{where} parameter {name!r} is left out: it asks only whether the caller may make "
+            "the call, and the offline environment checks no permission",
+            "permission",
         )
     if where == "header" and lowered in TRANSPORT_HEADERS:
         return (

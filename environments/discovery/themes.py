@@ -175,7 +175,14 @@ def _operation_tool(
         schema = (content[media] or {}).get("schema") if isinstance(content[media], dict) else {}
         schema = flat_object(schema, doc) if isinstance(schema, dict) else {}
         if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
-            props.update(_with_object_example(schema, content[media]))
+            fields = _with_object_example(schema, content[media])
+            for name in list(fields):  # a form body's `DryRun` asks what a query one does
+                why, kind = left_out(name, "query", {}, document)
+                if kind == "permission":
+                    del fields[name]
+                    if why not in notes:
+                        notes.append(why.replace("query parameter", "field", 1))
+            props.update(fields)
             required += [r for r in schema.get("required") or [] if r not in required]
         elif schema:
             props["body"] = schema
