@@ -148,6 +148,16 @@ class EntitySpec:
         ]
 
 
+def _runnable_pattern(pattern: Any) -> str:
+    """The document's pattern for generated values, unless `re` could take exponential time
+    on it (`theme_schemas.unbounded_pattern`): then values follow the field's format alone."""
+    from .theme_schemas import unbounded_pattern
+
+    if not isinstance(pattern, str) or unbounded_pattern(pattern):
+        return ""
+    return pattern
+
+
 def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldSpec:
     schema = schema if isinstance(schema, dict) else {}
     nullable = allows_null(schema)
@@ -160,7 +170,7 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
         name=name,
         type=kind if kind in SQL_TYPES else "string",
         format=fmt,
-        pattern=schema.get("pattern") if isinstance(schema.get("pattern"), str) else "",
+        pattern=_runnable_pattern(schema.get("pattern")),
         enum=[v for v in schema.get("enum", []) if v is not None] if "enum" in schema else [],
         description=str(schema.get("description", ""))[:300],
         required=required,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from re import _constants, _parser  # the pattern's parse tree (no public API)
 from typing import Any
 
 from environments.json_schemas import schema_error
@@ -25,16 +26,134 @@ MAX_DEPTH = 24  # a schema nested deeper is cut (recursive documents dereference
 
 
 def python_pattern(pattern: str) -> str | None:
-    """The pattern as `re` reads it, or None when `re` cannot compile it."""
+    """The pattern as `re` reads it, or None when `re` cannot compile it or could take
+    exponential time on a value (`nested_repetition`)."""
     for candidate in (pattern, re.sub(r"\(\?<(?![=!])", "(?P<", pattern)):
         try:
             with warnings.catch_warnings():  # "possible nested set": ECMA reads it the same
                 warnings.simplefilter("ignore", FutureWarning)
                 re.compile(candidate)
+                if nested_repetition(candidate):
+                    return None
         except (re.error, RecursionError, OverflowError):
             continue
         return candidate
     return None
+
+
+def unbounded_pattern(pattern: object) -> bool:
+    """Whether a document's pattern is one `re` could take exponential time on (a pattern
+    `re` cannot read is not: it is never run)."""
+    if not isinstance(pattern, str):
+        return False
+    try:
+        return nested_repetition(pattern)
+    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
+        return False
+
+
+_REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}
+
+
+def nested_repetition(pattern: str) -> bool:
+    """Whether an unbounded repetition holds another one with nothing to tell their turns
+    apart (`([\\w .-]*)*`, `(a+)+`): on a value that almost matches, `re` backtracks through
+    exponentially many ways to split it (beezup.com's URL pattern held a build for minutes).
+    A body that must match a character its inner repetitions cannot (`([a-z]+\\.)*`) splits
+    one way only and is kept."""
+    return _ambiguous(_parser.parse(pattern), inside=False)
+
+
+def _ambiguous(items, inside: bool) -> bool:
+    for op, arg in items:
+        if op in _REPEATS:
+            _, high, body = arg
+            unbounded = high == _constants.MAXREPEAT or high > 100
+            if unbounded and inside:
+                return True
+            if unbounded and _separated(body):
+                continue  # each turn ends at its own separator
+            if _ambiguous(body, inside or unbounded):
+                return True
+        elif op == _constants.SUBPATTERN and _ambiguous(arg[-1], inside):
+            return True
+        elif op == _constants.BRANCH and any(_ambiguous(b, inside) for b in arg[1]):
+            return True
+        elif op in (_constants.ASSERT, _constants.ASSERT_NOT) and _ambiguous(arg[1], inside):
+            return True
+    return False
+
+
+def _separated(body) -> bool:
+    """Whether a repeated body must match a character (of ASCII) that no unbounded repetition
+    inside it can match: then the turns cannot trade characters."""
+    while len(body) == 1 and body[0][0] == _constants.SUBPATTERN:  # `(...)*`: the group
+        body = body[0][1][-1]
+    required = [
+        [(op, arg)] if op == _constants.LITERAL else arg
+        for op, arg in body
+        if op in (_constants.LITERAL, _constants.IN)
+    ]
+    inner = list(_repeated_sets(body, repeated=False))
+    if not inner:
+        return False
+    return any(
+        not any(_in_set(c, items) and any(_in_set(c, s) for s in inner) for c in _ASCII)
+        for items in required
+    )
+
+
+_ASCII = [chr(i) for i in range(32, 127)]
+
+
+def _repeated_sets(items, repeated: bool):
+    """The character sets that unbounded repetitions inside `items` match (None: any)."""
+    for op, arg in items:
+        if op in _REPEATS:
+            high = arg[1]
+            unbounded = high == _constants.MAXREPEAT or high > 100
+            yield from _repeated_sets(arg[2], repeated or unbounded)
+        elif op == _constants.SUBPATTERN:
+            yield from _repeated_sets(arg[-1], repeated)
+        elif op == _constants.BRANCH:
+            for branch in arg[1]:
+                yield from _repeated_sets(branch, repeated)
+        elif not repeated:
+            continue
+        elif op == _constants.IN:
+            yield arg
+        elif op == _constants.LITERAL:
+            yield [(op, arg)]
+        elif op in (_constants.ANY, _constants.CATEGORY, _constants.NOT_LITERAL):
+            yield None if op != _constants.CATEGORY else [(op, arg)]
+
+
+_CATEGORIES = {
+    _constants.CATEGORY_DIGIT: str.isdigit,
+    _constants.CATEGORY_NOT_DIGIT: lambda c: not c.isdigit(),
+    _constants.CATEGORY_WORD: lambda c: c.isalnum() or c == "_",
+    _constants.CATEGORY_NOT_WORD: lambda c: not (c.isalnum() or c == "_"),
+    _constants.CATEGORY_SPACE: str.isspace,
+    _constants.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
+}
+
+
+def _in_set(char: str, items) -> bool:
+    if items is None:
+        return True
+    negate, found = False, False
+    for op, arg in items:
+        if op == _constants.NEGATE:
+            negate = True
+        elif op == _constants.LITERAL:
+            found |= chr(arg) == char
+        elif op == _constants.RANGE:
+            found |= arg[0] <= ord(char) <= arg[1]
+        elif op == _constants.CATEGORY:
+            found |= _CATEGORIES.get(arg, lambda c: True)(char)
+        else:
+            found = True  # a kind of set not read here: assume it matches
+    return found != negate
 
 
 def checkable_schema(schema: Any, notes: list[str], where: str = "", depth: int = 0) -> Any:
@@ -53,7 +172,7 @@ def checkable_schema(schema: Any, notes: list[str], where: str = "", depth: int 
             if kept is None:
                 notes.append(
                     f"the pattern {value!r} of {where or 'the parameters'} is not a Python "
-                    "regular expression; it is not checked"
+                    "regular expression that runs in bounded time; it is not checked"
                 )
                 continue
             out[key] = kept

@@ -17,6 +17,7 @@ from environments.json_schemas import validate
 
 from .theme_model import all_of, plain_type
 from .theme_patterns import matching_value
+from .theme_schemas import unbounded_pattern
 
 FORMAT_VALUES = {
     "date": "2024-05-06",
@@ -38,7 +39,11 @@ def json_schema(schema: Any) -> Any:
         return [json_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: json_schema(v) for k, v in schema.items() if not str(k).startswith("x-")}
+    out = {
+        k: json_schema(v)
+        for k, v in schema.items()
+        if not str(k).startswith("x-") and not (k == "pattern" and unbounded_pattern(v))
+    }
     if out.pop("nullable", False) is True and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
     return out
