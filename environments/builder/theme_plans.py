@@ -53,6 +53,7 @@ from .theme_verbs import (
     VERBS,
 )
 
+OPERATION_GROUP = re.compile(r"([A-Z][A-Za-z0-9]*)_([A-Z][a-z]+[A-Za-z0-9]*)")  # Group_Operation
 VERSION_SEGMENT = re.compile(r"v\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.I)
 MANY_ROWS = ("list", "get_many", "batch_create")  # operations answering a list of rows
 ONE_ROW = ("get", "get_by_fields", "create", "update", "transition", "delete")  # one row
@@ -145,10 +146,18 @@ class ToolReader:
         if not tokens:
             return "", []
         dotted = str(tool.get("original_name") or "").split(".")
-        if len(dotted) >= 3 and words(dotted[-1]) and words(dotted[-2]):
-            # `tasks.tasklists.insert` (service.resource.method): the method names the verb,
-            # the resource before it the noun; the service is no noun of the call
-            method, resource = words(dotted[-1]), words(dotted[-2])
+        grouped = OPERATION_GROUP.fullmatch(str(tool.get("original_name") or name))
+        if (len(dotted) >= 3 and words(dotted[-1]) and words(dotted[-2])) or grouped:
+            # `tasks.tasklists.insert` (service.resource.method) and Azure's
+            # `PrivateEndpointConnections_ListByServer` (group_operation): the method names
+            # the verb, the resource before it the noun; a service is no noun of the call
+            method, resource = (
+                (words(grouped[2]), words(grouped[1]))
+                if grouped
+                else (words(dotted[-1]), words(dotted[-2]))
+            )
+            if "or" in method:  # `CreateOrUpdate`: the first verb, of the resource itself
+                method = method[: method.index("or")]
             for op, verbs in VERBS.items():
                 if method[0] in verbs:
                     return op, resource + method[1:]
@@ -559,7 +568,7 @@ class ToolReader:
         for param, schema in props.items():
             schema = schema or {}
             kind = plain_type(schema).get("type")
-            lname = param.lower()
+            lname = param.lower().lstrip("$")  # OData's `$top`, `$skip` page like `top`
             if lname in PAGING or lname in QUERY_NAMES or lname in GLOB_NAMES or lname in MODIFIERS:
                 continue
             if plan.operation == "list" and squashed(param) in CURSORS | set(KEY_CURSORS):
@@ -853,7 +862,7 @@ class ToolReader:
                 plan.operation = "dump"
 
     def role(self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict) -> list | None:
-        lname = param.lower()
+        lname = param.lower().lstrip("$")  # OData's `$top`, `$skip` page like `top`
         if squashed(lname) in CREDENTIALS and param not in entity.fields:
             return ["credential"]  # accepted: the offline environment checks no credentials
         plain = plain_type(all_of(schema))

@@ -1,0 +1,100 @@
+"""Azure's operation names (`Group_Operation`) and OData paging read as a person reads them.
+
+Every Azure document in the API directory names operations `PrivateEndpointConnections_Get`,
+`..._ListByServer`, `..._CreateOrUpdate`: the verb comes after the resource. Read as one phrase,
+`Get` and `Delete` found no entity ("no entity named in 'PrivateEndpointConnections_Get'"),
+`CreateOrUpdate` invented an entity called `update`, and `$top`/`$skip` became columns.
+"""
+
+from __future__ import annotations
+
+from environments.builder.theme_reading import read_theme
+from environments.discovery.themes import parse_theme_document
+
+WIDGET = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "readOnly": True},
+        "name": {"type": "string"},
+        "colour": {"type": "string", "enum": ["red", "green"]},
+    },
+}
+BASE = "/subscriptions/{subscriptionId}/providers/Contoso.Shop/shelves/{shelfName}/widgets"
+PATH_PARAMS = [
+    {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+    for n in ("subscriptionId", "shelfName")
+]
+ONE = {
+    "200": {
+        "description": "ok",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Widget"}}},
+    }
+}
+MANY = {
+    "200": {
+        "description": "ok",
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "value": {"type": "array", "items": {"$ref": "#/components/schemas/Widget"}}
+                    },
+                }
+            }
+        },
+    }
+}
+NAME = {"name": "widgetName", "in": "path", "required": True, "schema": {"type": "string"}}
+ODATA = [
+    {"name": "$top", "in": "query", "schema": {"type": "integer"}},
+    {"name": "$skip", "in": "query", "schema": {"type": "integer"}},
+]
+DOCUMENT = {
+    "openapi": "3.0.0",
+    "info": {"title": "ShopManagementClient", "version": "2024-01-01"},
+    "paths": {
+        BASE: {
+            "parameters": PATH_PARAMS,
+            "get": {"operationId": "Widgets_ListByShelf", "parameters": ODATA, "responses": MANY},
+        },
+        BASE + "/{widgetName}": {
+            "parameters": [*PATH_PARAMS, NAME],
+            "get": {"operationId": "Widgets_Get", "responses": ONE},
+            "put": {
+                "operationId": "Widgets_CreateOrUpdate",
+                "requestBody": {
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Widget"}}
+                    }
+                },
+                "responses": ONE,
+            },
+            "delete": {
+                "operationId": "Widgets_Delete",
+                "responses": {"200": {"description": "ok"}},
+            },
+        },
+    },
+    "components": {"schemas": {"Widget": WIDGET}},
+}
+
+
+def test_the_operation_after_the_group_is_the_verb_and_the_group_the_entity():
+    model = read_theme(parse_theme_document(DOCUMENT, "shop.json"))
+    plans = {p.name: p for p in model.plans}
+    assert {n: (p.operation, p.entity, p.rejected) for n, p in plans.items()} == {
+        "Widgets_ListByShelf": ("list", "widget", ""),
+        "Widgets_Get": ("get", "widget", ""),
+        "Widgets_CreateOrUpdate": ("create", "widget", ""),
+        "Widgets_Delete": ("delete", "widget", ""),
+    }
+    assert set(model.entities) <= {"widget", "shelf", "subscription"}
+
+
+def test_odata_top_and_skip_page_a_listing_and_are_no_columns():
+    model = read_theme(parse_theme_document(DOCUMENT, "shop.json"))
+    listing = next(p for p in model.plans if p.name == "Widgets_ListByShelf")
+    assert listing.bindings["$top"] == ["limit"]
+    assert listing.bindings["$skip"] == ["offset"]
+    assert {"$top", "$skip"}.isdisjoint(model.entities["widget"].fields)
