@@ -252,6 +252,30 @@ def test_a_dry_run_flag_is_no_parameter_in_the_query_or_the_body():
     )
 
 
+def test_headers_sent_with_every_call_are_request_metadata_not_parameters():
+    """Autotask sends `ApiIntegrationCode`, `UserName` and `Secret` headers on all 2,958
+    operations: as required tool parameters no task could fill them from the data (its 101
+    environments got no task). A header of one operation stays its parameter."""
+    document = copy.deepcopy(DOCUMENT)
+    sent = [
+        {"name": n, "in": "header", "required": True, "schema": {"type": "string"}}
+        for n in ("ApiIntegrationCode", "UserName", "Secret")
+    ]
+    for item in document["paths"].values():
+        item["parameters"] = [*item["parameters"], *sent]
+    getter = document["paths"]["/notebook/v1/notes/{note}"]["get"]
+    getter["parameters"] = [*getter["parameters"], {"name": "If-None-Match", "in": "header"}]
+    tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
+    for tool in tools.values():
+        assert {"ApiIntegrationCode", "UserName", "Secret"}.isdisjoint(
+            tool["parameters"]["properties"]
+        )
+        assert "header 'Secret' is left out: the document sends it with every call" in (
+            " ".join(tool["notes"])
+        )
+    assert "If-None-Match" in tools["notebook.notes.get"]["parameters"]["properties"]
+
+
 def test_the_tools_pass_the_document_contract_with_dates_where_dates_belong(tmp_path, pool):
     model = read_theme(parse_theme_document(copy.deepcopy(DOCUMENT), "notebook.json"))
     db = build_theme_database(model, tmp_path / "notebook.sqlite", [], rows=8, seed="notebook")

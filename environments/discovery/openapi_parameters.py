@@ -74,6 +74,7 @@ class DocumentParameters:
 
     api_keys: set[str] = field(default_factory=set)  # lower-case names its schemes name
     standard: set[str] = field(default_factory=set)  # its document-wide query parameters
+    sent_always: set[str] = field(default_factory=set)  # its document-wide headers
 
 
 def read_document_parameters(
@@ -90,18 +91,26 @@ def read_document_parameters(
     if not operations:
         return found
     seen: Counter[str] = Counter()
+    headers: Counter[str] = Counter()
     optional: dict[str, bool] = {}
     methods: dict[str, set[str]] = {}
     for method, op, item in operations:
-        names = set()
+        names, sent = set(), set()
         for param in _parameters(doc, op, item):
+            if param.get("in") == "header" and param.get("name"):
+                sent.add(str(param["name"]))
             if param.get("in") == "query" and param.get("name"):
                 name = str(param["name"])
                 names.add(name)
                 optional[name] = optional.get(name, True) and not param.get("required")
                 methods.setdefault(name, set()).add("read" if method == "get" else "write")
         seen.update(names)
+        headers.update(sent)
     described = _schema_properties(doc)
+    if len(operations) >= 4:  # a header on (nearly) every call: how the client is known
+        found.sent_always = {
+            name for name, count in headers.items() if count >= NEARLY_EVERY * len(operations)
+        }
     for name, count in seen.items():
         if count < NEARLY_EVERY * len(operations) or not optional.get(name):
             continue
@@ -142,6 +151,12 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             f"{where} parameter {name!r} is left out: it asks only whether the caller may make "
             "the call, and the offline environment checks no permission",
             "permission",
+        )
+    if where == "header" and name in document.sent_always and lowered not in TRANSPORT_HEADERS:
+        return (
+            f"header {name!r} is left out: the document sends it with every call, request "
+            "metadata (a credential, an account, a client), not what the call asks",
+            "credential",
         )
     if where == "header" and lowered in TRANSPORT_HEADERS:
         return (
