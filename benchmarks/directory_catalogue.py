@@ -39,7 +39,9 @@ from environments.models import CatalogueItem, CatalogueRun, Environment  # noqa
 
 Item = CatalogueItem.State
 PUBLISHED = (Environment.Status.VERIFIED, Environment.Status.RETIRED)
-RAW = "unexpected "  # how build_document words an error no stage put into words
+# how an error nobody put into words is reported: by build_document ("unexpected KeyError:
+# ..."), or by a stage that caught it ("... (an unexpected error in the ingest stage of ...)")
+RAW = ("unexpected ", "an unexpected error in the ")
 ENOUGH_TASKS = 5
 
 
@@ -64,7 +66,7 @@ def group_report(items: list[CatalogueItem]) -> dict[str, Any]:
     primaries = Counter(primary_name(e) for e in published)
     tasks = [e.task_count for e in published]
     refused = [i for i in items if i.state in (Item.REJECTED, Item.FAILED)]
-    raw = [i for i in refused if i.reason.startswith(RAW)]
+    raw = [i for i in refused if i.reason.startswith(RAW[0]) or RAW[1] in i.reason]
     seconds = [i.seconds for i in documents if i.seconds is not None and not i.parts]
     part_seconds = [i.seconds for i in parts if i.seconds is not None]
     started = CatalogueRun.objects.order_by("pk").values_list("created_at", flat=True).first()

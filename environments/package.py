@@ -391,8 +391,11 @@ def _tool_tests_of(
     for node in _parse(source, "tool_tests.py").body:
         if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
             continue
-        tool, sep, case = node.name[len("test_") :].partition("__")
-        if not sep or not case:
+        rest = node.name[len("test_") :]
+        # the longest tool name the test names: a tool's own name may hold "__" or end in "_"
+        named = [t for t in tool_names if rest.startswith(f"{t}__") and rest[len(t) + 2 :]]
+        tool, sep, case = (max(named, key=len), "__", "") if named else rest.partition("__")
+        if not sep or (not named and not case):
             raise PackageError(f"tool_tests.py: {node.name} must be named test_<tool>__<case>")
         if tool not in tool_names:
             raise PackageError(f"tool_tests.py: {node.name} tests unknown tool {tool!r}")

@@ -355,3 +355,28 @@ def test_a_pattern_re_could_take_exponential_time_on_is_not_run():
     near_miss = "http://" + "a" * 40 + ".com/" + "x" * 40 + "!"
     assert valid(near_miss, {"type": "string", "pattern": url})  # answers at once, not checked
     assert not valid("HOST", {"type": "string", "pattern": host})
+
+
+def test_property_names_and_types_no_column_can_hold_never_fail_the_rows(tmp_path):
+    """Three directory documents ended in an internal error while their rows were written:
+    ClearBlade names a property `"` (CREATE TABLE broke), Codat's schema holds a property named
+    `type` whose schema sat where a JSON type belongs (`unhashable type: 'dict'`), Apacta
+    gives a list as the example of a string (`type 'list' is not supported`)."""
+    from environments.builder.theme_data import _store, build_theme_database
+    from environments.builder.theme_model import FieldSpec
+    from environments.builder.theme_reading import read_theme
+
+    document = copy.deepcopy(docs.OPENAPI_30)
+    book = document["components"]["schemas"]["Book"]["properties"]
+    book['"'] = {"type": "string"}
+    book[""] = {"type": "string"}
+    book["shape"] = {"type": {"type": "string", "enum": ["round"]}}
+    model = read_theme(parse_theme_document(document, "books.json"))
+    fields = model.entities["book"].fields
+    assert '"' not in fields and "" not in fields
+    assert fields["shape"].type == "string"
+    db = build_theme_database(model, tmp_path / "books.sqlite", [], rows=6, seed="books")
+    with sqlite3.connect(db["db_path"]) as conn:
+        assert conn.execute('SELECT count(*) FROM "books"').fetchone()[0] == 6
+    text = FieldSpec(name="tags", type="string")  # Apacta: a list where a string belongs
+    assert _store(["a", "b"], text) == '["a", "b"]'

@@ -147,3 +147,24 @@ def test_write_package_refuses_invalid_content(path, tmp_path):
             package.provenance,
         )
     assert not (tmp_path / "store" / "bookstore" / "v1").exists()
+
+
+def test_a_tool_whose_own_name_holds_double_underscores_keeps_its_tests(tmp_path):
+    """BikeWise's `GET /v2/incidents.{format}` becomes `GET__version_incidents___format_`: its
+    test `test_GET__version_incidents___format___base` was read as a test of a tool `GET`, and
+    the whole build failed with "tests unknown tool"."""
+    name = "GET__version_incidents___format_"
+    schema = {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": "Incidents in one format.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    source = f"def {name}(db):\n    return []\n"
+    path = build_sample_package(tmp_path, extra_tools=[(schema, "read", source)])
+    with (path / "tool_tests.py").open("a") as tests:
+        tests.write(f"\n\ndef test_{name}__base(call):\n    assert call({name!r}) == []\n")
+    package = load_package(path)
+    assert package.tool_tests[name] == [f"test_{name}__base"]

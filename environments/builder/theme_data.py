@@ -672,8 +672,8 @@ def _coerce(value: Any, spec: FieldSpec) -> Any:
 
 
 def _store(value: Any, spec: FieldSpec) -> Any:
-    if spec.type in ("array", "object") and value is not None:
-        return json.dumps(value, sort_keys=True)
+    if (spec.type in ("array", "object") and value is not None) or isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True, default=str)  # a document's list example
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return str(value)  # an SQLite INTEGER holds int64; a larger enum value stays text
     if spec.type == "boolean" and value is not None:

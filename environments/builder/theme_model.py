@@ -148,6 +148,16 @@ class EntitySpec:
         ]
 
 
+def column_name_ok(name: object) -> bool:
+    """Whether a property's name can be a column: not empty, no quote or control character."""
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and '"' not in name
+        and all(c.isprintable() for c in name)
+    )
+
+
 def _runnable_pattern(pattern: Any) -> str:
     """The document's pattern for generated values, unless `re` could take exponential time
     on it (`theme_schemas.unbounded_pattern`): then values follow the field's format alone."""
@@ -164,7 +174,9 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
     schema = plain_type(all_of(schema))
     kind = schema.get("type", "string")
     if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
+        kind = next((k for k in kind if k != "null" and isinstance(k, str)), "string")
+    if not isinstance(kind, str):  # `"type": {...}`: a property named type, not a JSON type
+        kind = "string"
     fmt = str(schema.get("format", ""))
     spec = FieldSpec(
         name=name,

@@ -14,7 +14,7 @@ from environments.discovery.openapi_refs import follow_ref
 from environments.discovery.themes import flat_object, resolve_refs
 
 from .theme_envelope import list_rows_property, single_object_property
-from .theme_model import EntitySpec, ThemeModel, entity_name, field_from_schema
+from .theme_model import EntitySpec, ThemeModel, column_name_ok, entity_name, field_from_schema
 
 
 def openapi_entities(model: ThemeModel, doc: dict) -> None:
@@ -128,6 +128,9 @@ def _fields_from_object(entity: EntitySpec, schema: dict, doc: dict | None) -> N
     required = set(resolved.get("required") or [])
     example = resolved.get("example") if isinstance(resolved.get("example"), dict) else {}
     for prop, sub in (resolved.get("properties") or {}).items():
+        if not column_name_ok(prop):  # `""`, `"`: no column can be named so
+            entity.origins.append(f"property {prop!r} is not a column name; left out")
+            continue
         ref = _ref_name(sub) or _ref_name((sub or {}).get("items") or {})
         plain = deref(sub, doc, depth=1) if doc is not None else sub
         spec = field_from_schema(prop, plain, prop in required)

@@ -26,6 +26,7 @@ from .theme_model import (
     ThemeModel,
     ToolPlan,
     all_of,
+    column_name_ok,
     entity_name,
     field_from_schema,
     plain_type,
@@ -575,8 +576,8 @@ class ToolReader:
                 continue  # how a listing pages, not a field of its rows
             if squashed(param) in CREDENTIALS or param in headers:
                 continue  # a header is request metadata, not a field of the rows
-            if lname.startswith("exclude"):
-                continue
+            if lname.startswith("exclude") or not column_name_ok(param):
+                continue  # an exclusion list; a name (`"`, empty) no column can have
             if kind in ("array", "object") and plan.operation not in ("create", "update"):
                 continue
             if kind == "array" and (plain_type(schema.get("items") or {})).get("properties"):

@@ -91,10 +91,17 @@ class VerificationReport:
         return data
 
 
-def _suffix_tests(tests: list[str], tag: str) -> list[str]:
-    """Rename `def test_<tool>__<case>(` to `...__<tag>_<case>(` so both sets can coexist."""
+def _suffix_tests(tests: list[str], tool: str, tag: str) -> list[str]:
+    """Rename `def test_<tool>__<case>(` to `...__<tag>_<case>(` so both sets can coexist
+    (the tool's own name may hold "__": it is matched whole, not split at the first)."""
+    from environments.python_source import python_name
+
+    prefix = f"def test_{python_name(tool)}__"
     out = []
     for source in tests:
+        if source.startswith(prefix):
+            out.append(f"{prefix}{tag}_{source[len(prefix) :]}")
+            continue
         head, _, rest = source.partition("(")
         tool_part, _, case = head.partition("__")
         out.append(f"{tool_part}__{tag}_{case}({rest}")
@@ -181,7 +188,7 @@ def verify_tools(
         # Run A: schema functions with their tests, plus the LLM tests of shared names.
         run_a = _copy(schema_ok)
         for tool in shared:
-            run_a.tests[tool] = run_a.tests[tool] + _suffix_tests(llm_ok.tests[tool], "x_llm")
+            run_a.tests[tool] = run_a.tests[tool] + _suffix_tests(llm_ok.tests[tool], tool, "x_llm")
         progress(0.2, f"running tests of {len(run_a.names())} schema tools in the sandbox")
         results_a = _run_candidate(pool, db_path, name, run_a, category) if run_a.names() else {}
         # Run B: LLM functions (over the schema ones) with their tests plus the schema tests.
@@ -195,7 +202,7 @@ def verify_tools(
                     run_b.tests[tool] = []
             for tool in shared:
                 run_b.tests[tool] = llm_ok.tests[tool] + _suffix_tests(
-                    schema_ok.tests[tool], "x_schema"
+                    schema_ok.tests[tool], tool, "x_schema"
                 )
             progress(0.6, f"running tests of {len(llm_ok.names())} LLM tools in the sandbox")
             results_b = _run_candidate(pool, db_path, name, run_b, category)
