@@ -158,3 +158,20 @@ def test_when_nothing_matches_the_fallback_is_neutral_and_says_so():
     assert "no category's keywords matched" in found.reason
     documents = classify_offline(upload_theme("notes", {"notes": ["title", "body"]}))
     assert documents.secondary == "Documents & Notes"  # real words still count
+
+
+def test_domain_words_of_public_apis_reach_their_categories():
+    """Words the public API directory uses for its rarer domains (a NASA or genome API, a
+    hospital's FHIR server, a mortgage or recipe service) land in those domains, not in the
+    developer-tools bucket most cloud documents fill."""
+    from environments.discovery.classify import classify_offline
+
+    cases = {
+        "NASA asteroid and satellite feeds": "Physics & Astronomy",
+        "Genome and protein sequences of wildlife": "Biology & Ecology",
+        "Hospital FHIR server: patients and physicians": "Clinical & Diagnostic Data",
+        "Mortgage and housing listings": "Property Listings",
+        "Meal plans, cooking and grocery lists": "Recipes & Restaurants",
+    }
+    for title, secondary in cases.items():
+        assert classify_offline({"title": title}).secondary == secondary, title

@@ -67,12 +67,24 @@ TAXONOMY: tuple[Primary, ...] = (
     _p(
         "Science & Research",
         ("Chemistry & Materials", "element chemical chemistry isotope atom molecule periodic mass"),
-        ("Biology & Ecology", "species penguin flower iris biology ecology animal plant organism"),
-        ("Physics & Astronomy", "physics astronomy planet star orbit constant particle telescope"),
+        (
+            "Biology & Ecology",
+            "species penguin flower iris biology ecology animal plant organism gene genome protein dna "
+            "wildlife",
+        ),
+        (
+            "Physics & Astronomy",
+            "physics astronomy planet star orbit constant particle telescope space nasa satellite "
+            "asteroid spacecraft astronaut",
+        ),
     ),
     _p(
         "Health & Medicine",
-        ("Clinical & Diagnostic Data", "patient clinical diagnosis tumor cancer diabetes disease"),
+        (
+            "Clinical & Diagnostic Data",
+            "patient clinical diagnosis tumor cancer diabetes disease medical hospital doctor "
+            "physician symptom fhir vaccine healthcare",
+        ),
         ("Pharmacy & Drugs", "drug medication pharmacy prescription antibiotic bacteria dosage"),
         ("Fitness & Nutrition", "fitness exercise workout nutrition calorie diet health"),
     ),
@@ -124,22 +136,37 @@ TAXONOMY: tuple[Primary, ...] = (
     ),
     _p(
         "Sports & Recreation",
-        ("Team Sports", "team league match season football basketball baseball soccer"),
+        (
+            "Team Sports",
+            "team league match season football basketball baseball soccer sport stadium fixture",
+        ),
         ("Outdoor Activities", "hiking park trail outdoor camping climbing cycling"),
     ),
     _p(
         "Food & Agriculture",
-        ("Recipes & Restaurants", "recipe restaurant menu dish ingredient food cuisine wine"),
+        (
+            "Recipes & Restaurants",
+            "recipe restaurant menu dish ingredient food cuisine wine meal cooking grocery",
+        ),
         ("Agriculture & Crops", "crop barley wheat yield farm harvest agriculture variety"),
     ),
     _p(
         "Automotive & Vehicles",
-        ("Vehicle Specifications", "car cars vehicle horsepower engine cylinders mpg model"),
-        ("Driving & Fleet", "driving driver fleet mileage traffic fuel gas road"),
+        (
+            "Vehicle Specifications",
+            "car cars vehicle horsepower engine cylinders mpg model vin automotive",
+        ),
+        (
+            "Driving & Fleet",
+            "driving driver fleet mileage traffic fuel gas road parking telematics",
+        ),
     ),
     _p(
         "Real Estate & Housing",
-        ("Property Listings", "property listing house apartment rent sale realtor bedroom"),
+        (
+            "Property Listings",
+            "property listing house apartment rent sale realtor bedroom mortgage realestate housing",
+        ),
         ("Property Management", "tenant lease landlord maintenance building unit"),
     ),
     _p(
