@@ -98,3 +98,57 @@ def test_odata_top_and_skip_page_a_listing_and_are_no_columns():
     assert listing.bindings["$top"] == ["limit"]
     assert listing.bindings["$skip"] == ["offset"]
     assert {"$top", "$skip"}.isdisjoint(model.entities["widget"].fields)
+
+
+def test_rows_a_path_names_by_a_string_get_a_string_key():
+    """Azure's documents (all schemas inline) name rows by string path parameters
+    (`/issues/{issueId}`): the entity read from the names got a made-up hidden integer key,
+    tests called `issueId=7` and "must be string, got 7" refused 208 tools of the directory's
+    first half."""
+    inline = {"type": "object", "properties": {"title": {"type": "string"}}}
+    service = "/services/{serviceName}/issues"
+    text = {"name": "serviceName", "in": "path", "required": True, "schema": {"type": "string"}}
+    issue = {"name": "issueId", "in": "path", "required": True, "schema": {"type": "string"}}
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "IssueClient", "version": "1"},
+        "paths": {
+            service: {
+                "get": {
+                    "operationId": "Issue_ListByService",
+                    "parameters": [text],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {"value": {"type": "array", "items": inline}},
+                                    }
+                                }
+                            },
+                        }
+                    },
+                }
+            },
+            service + "/{issueId}": {
+                "get": {
+                    "operationId": "Issue_Get",
+                    "parameters": [text, issue],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": inline}},
+                        }
+                    },
+                }
+            },
+        },
+    }
+    model = read_theme(parse_theme_document(document, "issues.json"))
+    got = next(p for p in model.plans if p.name == "Issue_Get")
+    assert got.rejected == "" and got.bindings["issueId"][0] == "key"
+    entity = model.entities[got.entity]
+    key = entity.fields[got.bindings["issueId"][1]]
+    assert (key.type, key.hidden) == ("string", False)

@@ -705,6 +705,15 @@ class ToolReader:
             return name
         return next((e for e in self.model.entities if squashed(e) == squashed(name)), "")
 
+    def keyed_by_strings(self, entity: EntitySpec) -> None:
+        """The document names the entity's rows by a string in its paths (`/issues/{issueId}`
+        typed string): a key the builder made up as a hidden integer becomes a string the
+        rows show, so a call can name a row with the value the document's type allows."""
+        spec = entity.fields.get(entity.key)
+        if spec is not None and spec.hidden and spec.type == "integer":
+            spec.type, spec.hidden = "string", False
+            entity.origins.append(f"{entity.key} is a string: the document's paths name rows so")
+
     def keys_with(self, param: str, schema: dict, entity: EntitySpec) -> bool:
         """Whether a parameter's values can be the entity's key (a hidden surrogate key is an
         integer: a string parameter cannot name it)."""
@@ -899,6 +908,8 @@ class ToolReader:
                 column = self.key_param_of(param, entity) or (
                     param if param in entity.fields else None
                 )
+                if column == key and kind == "string":
+                    self.keyed_by_strings(entity)
                 if column is None and self.names_row(param, entity, path):
                     if self.keys_with(param, schema, entity):
                         return ["key", key]
