@@ -362,8 +362,9 @@ def test_property_names_and_types_no_column_can_hold_never_fail_the_rows(tmp_pat
     ClearBlade names a property `"` (CREATE TABLE broke), Codat's schema holds a property named
     `type` whose schema sat where a JSON type belongs (`unhashable type: 'dict'`), Apacta
     gives a list as the example of a string (`type 'list' is not supported`)."""
+    from environments.builder.theme_contract import _field_problem
     from environments.builder.theme_data import _store, build_theme_database
-    from environments.builder.theme_model import FieldSpec
+    from environments.builder.theme_model import FieldSpec, field_from_schema
     from environments.builder.theme_reading import read_theme
 
     document = copy.deepcopy(docs.OPENAPI_30)
@@ -380,3 +381,10 @@ def test_property_names_and_types_no_column_can_hold_never_fail_the_rows(tmp_pat
         assert conn.execute('SELECT count(*) FROM "books"').fetchone()[0] == 6
     text = FieldSpec(name="tags", type="string")  # Apacta: a list where a string belongs
     assert _store(["a", "b"], text) == '["a", "b"]'
+    # WorkBC: `type: integer` with `enum: ["Full-Time", ...]` was an INTEGER key given text
+    kinds = field_from_schema("ID", {"type": "integer", "enum": ["Full-Time", "Part-Time"]})
+    assert (kinds.type, kinds.enum) == ("string", ["Full-Time", "Part-Time"])
+    # Apacta: an enum whose values are lists was checked with a set (unhashable)
+    listed = FieldSpec(name="pair", type="string", enum=[["a", "b"], "c"])
+    assert _field_problem(listed, "c", {}) == ""
+    assert _field_problem(listed, "z", {}).startswith("not among the document's values")

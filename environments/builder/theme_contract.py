@@ -644,7 +644,9 @@ def _field_problem(spec: Any, value: Any, keys: dict[str, set]) -> str:
             except ValueError:
                 return "not a JSON list"
         values = values if isinstance(values, list) else [values]
-        stored = {str(v) for v in spec.enum} | {v for v in spec.enum if not isinstance(v, str)}
+        stored = {str(v) for v in spec.enum} | {  # an enum of lists or objects: unhashable
+            v for v in spec.enum if isinstance(v, int | float | bool)
+        }
         if spec.type == "boolean":
             stored |= {1 if v else 0 for v in spec.enum if isinstance(v, bool)}
         bad = [v for v in values if v not in spec.enum and str(v) not in stored]

@@ -177,6 +177,9 @@ def field_from_schema(name: str, schema: dict, required: bool = False) -> FieldS
         kind = next((k for k in kind if k != "null" and isinstance(k, str)), "string")
     if not isinstance(kind, str):  # `"type": {...}`: a property named type, not a JSON type
         kind = "string"
+    enum = schema.get("enum") if isinstance(schema.get("enum"), list) else []
+    if kind in ("integer", "number") and enum and all(isinstance(v, str) for v in enum):
+        kind = "string"  # `type: integer` with `enum: ["Full-Time", ...]`: the values decide
     fmt = str(schema.get("format", ""))
     spec = FieldSpec(
         name=name,
