@@ -388,3 +388,20 @@ def test_property_names_and_types_no_column_can_hold_never_fail_the_rows(tmp_pat
     listed = FieldSpec(name="pair", type="string", enum=[["a", "b"], "c"])
     assert _field_problem(listed, "c", {}) == ""
     assert _field_problem(listed, "z", {}).startswith("not among the document's values")
+
+
+def test_a_property_without_a_schema_is_left_out_not_the_build():
+    """Vercel's `updateRecord` body lists `additionalProperties: false` among its properties:
+    "parameters.properties must map names to schema objects" failed the whole part."""
+    from environments.builder.theme_schemas import checkable_schema, readable_schema
+
+    notes: list[str] = []
+    schema = {
+        "type": "object",
+        "required": ["name", "additionalProperties"],
+        "properties": {"name": {"type": "string"}, "additionalProperties": False, "any": True},
+    }
+    checked = readable_schema(checkable_schema(schema, notes), notes)
+    assert checked["properties"] == {"name": {"type": "string"}, "any": {}}
+    assert checked["required"] == ["name"]
+    assert notes == ["parameter 'additionalProperties' has no schema (False); it is left out"]

@@ -185,12 +185,18 @@ def checkable_schema(schema: Any, notes: list[str], where: str = "", depth: int 
                     notes.append(f"the property pattern {pattern!r} of {where} is not checked")
             out[key] = props
         elif key == "properties" and isinstance(value, dict):
-            out[key] = {
-                name: checkable_schema(sub, notes, _inside(where, name), depth + 1)
-                for name, sub in value.items()
-            }
+            out[key] = {}
+            for name, sub in value.items():
+                if sub is True:
+                    sub = {}  # JSON Schema's "anything": an object schema a client reads
+                if not isinstance(sub, dict):  # Vercel's misplaced `additionalProperties: false`
+                    notes.append(f"{_inside(where, name)} has no schema ({sub!r}); it is left out")
+                    continue
+                out[key][name] = checkable_schema(sub, notes, _inside(where, name), depth + 1)
         else:
             out[key] = checkable_schema(value, notes, where, depth + 1)
+    if isinstance(out.get("properties"), dict) and isinstance(out.get("required"), list):
+        out["required"] = [r for r in out["required"] if r in out["properties"]]
     return out
 
 
