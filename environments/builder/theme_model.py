@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from environments.discovery.naming import plural, singular
 
+from .theme_schemas import unbounded_pattern
+
 if TYPE_CHECKING:
     from .theme_envelope import Envelope
 
@@ -161,8 +163,6 @@ def column_name_ok(name: object) -> bool:
 def _runnable_pattern(pattern: Any) -> str:
     """The document's pattern for generated values, unless `re` could take exponential time
     on it (`theme_schemas.unbounded_pattern`): then values follow the field's format alone."""
-    from .theme_schemas import unbounded_pattern
-
     if not isinstance(pattern, str) or unbounded_pattern(pattern):
         return ""
     return pattern

@@ -15,8 +15,10 @@ parameters are always a schema a client can read (`readable_schema`).
 
 from __future__ import annotations
 
+import copy
 import re
 import warnings
+from functools import lru_cache
 from re import _constants, _parser  # the pattern's parse tree (no public API)
 from typing import Any
 
@@ -44,8 +46,12 @@ def python_pattern(pattern: str) -> str | None:
 def unbounded_pattern(pattern: object) -> bool:
     """Whether a document's pattern is one `re` could take exponential time on (a pattern
     `re` cannot read is not: it is never run)."""
-    if not isinstance(pattern, str):
-        return False
+    return isinstance(pattern, str) and _unbounded_text(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _unbounded_text(pattern: str) -> bool:
+    """Parsed once per pattern: `theme_values.json_schema` asks on every value it checks."""
     try:
         return nested_repetition(pattern)
     except (re.error, RecursionError, OverflowError, TypeError, ValueError):
@@ -53,6 +59,11 @@ def unbounded_pattern(pattern: object) -> bool:
 
 
 _REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}
+LONG_REPEAT = 100  # a repetition allowed more turns than this backtracks as if unbounded
+
+
+def _unbounded(high: int) -> bool:
+    return high == _constants.MAXREPEAT or high > LONG_REPEAT
 
 
 def nested_repetition(pattern: str) -> bool:
@@ -68,7 +79,7 @@ def _ambiguous(items, inside: bool) -> bool:
     for op, arg in items:
         if op in _REPEATS:
             _, high, body = arg
-            unbounded = high == _constants.MAXREPEAT or high > 100
+            unbounded = _unbounded(high)
             if unbounded and inside:
                 return True
             if unbounded and _separated(body):
@@ -110,9 +121,7 @@ def _repeated_sets(items, repeated: bool):
     """The character sets that unbounded repetitions inside `items` match (None: any)."""
     for op, arg in items:
         if op in _REPEATS:
-            high = arg[1]
-            unbounded = high == _constants.MAXREPEAT or high > 100
-            yield from _repeated_sets(arg[2], repeated or unbounded)
+            yield from _repeated_sets(arg[2], repeated or _unbounded(arg[1]))
         elif op == _constants.SUBPATTERN:
             yield from _repeated_sets(arg[-1], repeated)
         elif op == _constants.BRANCH:
@@ -225,8 +234,6 @@ MAX_REPAIRS = 50  # keywords dropped from one schema before it is given up
 def readable_schema(schema: dict[str, Any], notes: list[str]) -> dict[str, Any] | None:
     """The schema with each keyword the 2020-12 meta-schema refuses dropped (each noted), or
     None when it cannot be made readable that way."""
-    import copy
-
     fixed = copy.deepcopy(schema)
     for _ in range(MAX_REPAIRS):
         try:
