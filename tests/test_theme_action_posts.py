@@ -19,6 +19,7 @@ from environments.builder.theme_tools import implement_theme_tools
 from environments.discovery.themes import parse_theme_document
 from environments.runtime import SandboxPool
 from tests.test_theme_contract import only
+from tests.test_theme_operation_groups import answer, string_path
 
 INVOICE = {
     "type": "object",
@@ -42,18 +43,8 @@ def _op(operation_id: str, summary: str, params: list[str], response: str, body=
     op = {
         "operationId": operation_id,
         "summary": summary,
-        "parameters": [
-            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
-            for p in params
-        ],
-        "responses": {
-            "200": {
-                "description": "ok",
-                "content": {
-                    "application/json": {"schema": {"$ref": f"#/components/schemas/{response}"}}
-                },
-            }
-        },
+        "parameters": [string_path(p) for p in params],
+        "responses": answer({"$ref": f"#/components/schemas/{response}"}),
     }
     if body:
         op["requestBody"] = {"content": {"application/json": {"schema": body}}}
@@ -68,19 +59,9 @@ LEDGER = {
             "get": {
                 "operationId": "GetInvoices",
                 "summary": "List invoices",
-                "responses": {
-                    "200": {
-                        "description": "ok",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "array",
-                                    "items": {"$ref": "#/components/schemas/Invoice"},
-                                }
-                            }
-                        },
-                    }
-                },
+                "responses": answer(
+                    {"type": "array", "items": {"$ref": "#/components/schemas/Invoice"}}
+                ),
             }
         },
         "/v1/invoices/{invoice}": {

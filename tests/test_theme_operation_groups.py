@@ -19,33 +19,28 @@ WIDGET = {
         "colour": {"type": "string", "enum": ["red", "green"]},
     },
 }
+
+
+def answer(schema: dict) -> dict:
+    """A 200 response whose JSON body is `schema`."""
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+def string_path(name: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def rows_under_value(items: dict) -> dict:
+    """Azure's list body: the rows under `value`."""
+    return {"type": "object", "properties": {"value": {"type": "array", "items": items}}}
+
+
 BASE = "/subscriptions/{subscriptionId}/providers/Contoso.Shop/shelves/{shelfName}/widgets"
-PATH_PARAMS = [
-    {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-    for n in ("subscriptionId", "shelfName")
-]
-ONE = {
-    "200": {
-        "description": "ok",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Widget"}}},
-    }
-}
-MANY = {
-    "200": {
-        "description": "ok",
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "value": {"type": "array", "items": {"$ref": "#/components/schemas/Widget"}}
-                    },
-                }
-            }
-        },
-    }
-}
-NAME = {"name": "widgetName", "in": "path", "required": True, "schema": {"type": "string"}}
+PATH_PARAMS = [string_path(n) for n in ("subscriptionId", "shelfName")]
+WIDGET_REF = {"$ref": "#/components/schemas/Widget"}
+ONE = answer(WIDGET_REF)
+MANY = answer(rows_under_value(WIDGET_REF))
+NAME = string_path("widgetName")
 ODATA = [
     {"name": "$top", "in": "query", "schema": {"type": "integer"}},
     {"name": "$skip", "in": "query", "schema": {"type": "integer"}},
@@ -107,8 +102,7 @@ def test_rows_a_path_names_by_a_string_get_a_string_key():
     first half."""
     inline = {"type": "object", "properties": {"title": {"type": "string"}}}
     service = "/services/{serviceName}/issues"
-    text = {"name": "serviceName", "in": "path", "required": True, "schema": {"type": "string"}}
-    issue = {"name": "issueId", "in": "path", "required": True, "schema": {"type": "string"}}
+    text, issue = string_path("serviceName"), string_path("issueId")
     document = {
         "openapi": "3.0.0",
         "info": {"title": "IssueClient", "version": "1"},
@@ -117,31 +111,14 @@ def test_rows_a_path_names_by_a_string_get_a_string_key():
                 "get": {
                     "operationId": "Issue_ListByService",
                     "parameters": [text],
-                    "responses": {
-                        "200": {
-                            "description": "ok",
-                            "content": {
-                                "application/json": {
-                                    "schema": {
-                                        "type": "object",
-                                        "properties": {"value": {"type": "array", "items": inline}},
-                                    }
-                                }
-                            },
-                        }
-                    },
+                    "responses": answer(rows_under_value(inline)),
                 }
             },
             service + "/{issueId}": {
                 "get": {
                     "operationId": "Issue_Get",
                     "parameters": [text, issue],
-                    "responses": {
-                        "200": {
-                            "description": "ok",
-                            "content": {"application/json": {"schema": inline}},
-                        }
-                    },
+                    "responses": answer(inline),
                 }
             },
         },
