@@ -250,3 +250,48 @@ def test_retry_rejected_builds_only_the_rejected_part_of_a_published_document(
     text = build_catalogue(directory, retry_rejected=True)
     assert stand_in.built == [] and "earlier runs 2; retried 0" in text
     assert Job.objects.filter(kind=ITEM_JOB).count() == jobs_before
+
+
+@pytest.mark.django_db
+def test_waiting_parts_of_a_huge_document_take_turns_with_the_documents_after_it():
+    """`top_up` gives places in the window by turn: every waiting document and the first part
+    of each split one, then the second parts, ... A document of many parts listed early (its
+    key sorts first) never holds back the documents listed after it."""
+    run = CatalogueRun.objects.create(source="/srv/api", listed=4)
+    Item = CatalogueItem.State
+    split_documents = {"run": run, "state": Item.BUILDING}  # as `split_document` leaves them
+    huge = CatalogueItem.objects.create(key="a.example/graph.json", sha256="a", parts=6,
+                                        **split_documents)  # fmt: skip
+    split = CatalogueItem.objects.create(key="b.example/big.json", sha256="b", parts=2,
+                                         **split_documents)  # fmt: skip
+    for document, labels in ((huge, "abcdef"), (split, "xy")):
+        for label in labels:
+            CatalogueItem.objects.create(
+                run=run,
+                key=ledger.part_key(document.key, label),
+                sha256=f"{document.sha256}{label}",
+                part=label,
+                document=document,
+                state=Item.QUEUED,
+            )
+    for key in ("c.example/one.json", "d.example/two.json"):
+        CatalogueItem.objects.create(run=run, key=key, sha256=key, state=Item.QUEUED)
+
+    def queue_item(item):
+        return Job.objects.create(kind=ITEM_JOB, queue="sandbox", arguments={"item": item.pk})
+
+    first = ledger.top_up(run.pk, queue_item, limit=4)
+    keys = list(CatalogueItem.objects.filter(pk__in=first).values_list("key", flat=True))
+    assert sorted(keys) == [
+        "a.example/graph.json#a",
+        "b.example/big.json#x",
+        "c.example/one.json",
+        "d.example/two.json",
+    ]
+    Job.objects.filter(pk__in=CatalogueItem.objects.filter(pk__in=first).values("job")).update(
+        state=Job.State.SUCCEEDED
+    )
+    CatalogueItem.objects.filter(pk__in=first).update(state=Item.PUBLISHED)
+    second = ledger.top_up(run.pk, queue_item, limit=3)
+    keys = sorted(CatalogueItem.objects.filter(pk__in=second).values_list("key", flat=True))
+    assert keys == ["a.example/graph.json#b", "a.example/graph.json#c", "b.example/big.json#y"]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from aw_site.jobs import lost_with_its_process
@@ -190,6 +192,13 @@ def live_jobs(run: CatalogueRun) -> int:
     return sum(not lost_with_its_process(job) for job in jobs)
 
 
+# Waiting items take turns: every document and the first waiting part of each split one, then
+# each one's second part, and so on, so a document of 1,265 parts never holds back the rest.
+TURN_AMONG_SIBLINGS = Window(
+    RowNumber(), partition_by=[Coalesce("document", "pk")], order_by=[F("key").asc()]
+)
+
+
 def top_up(
     run_id: int, queue_item: Callable[[CatalogueItem], Job], limit: int | None = None
 ) -> list[int]:
@@ -208,7 +217,8 @@ def top_up(
         waiting = (
             run.items.filter(state=Item.QUEUED)
             .exclude(job__state__in=LIVE_JOB_STATES)
-            .order_by("key")[:free]
+            .annotate(turn=TURN_AMONG_SIBLINGS)
+            .order_by("turn", "key")[:free]
         )
         for item in waiting:
             item.job = queue_item(item)
