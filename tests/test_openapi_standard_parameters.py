@@ -373,3 +373,24 @@ def test_a_service_resource_method_name_works_on_the_resource_it_names():
 )
 def test_a_date_documented_in_words_is_a_date(description, kind):
     assert documented_date(description) == kind
+
+
+def test_odata_select_and_expand_shape_the_answer_and_no_table_holds_them():
+    """Azure's list operations take OData's `$select` and `$expand`: which properties an
+    answer shows. They were columns before ("the inputs whose $select is "*""); they are
+    accepted and change nothing, as `fields` is."""
+    document = copy.deepcopy(DOCUMENT)
+    odata = [
+        {"name": "$select", "in": "query", "schema": {"type": "string"}},
+        {"name": "$expand", "in": "query", "schema": {"type": "string"}},
+    ]
+    document["paths"]["/notebook/v1/notes"]["get"]["parameters"] = odata
+    document["paths"]["/notebook/v1/notes/{note}"]["get"]["parameters"] = [NOTE_ID, *odata]
+    theme = parse_theme_document(document, "notebook.json")
+    model = read_theme(theme)
+    columns = {name for entity in model.entities.values() for name in entity.fields}
+    assert {"$select", "$expand"}.isdisjoint(columns), columns
+    for plan in model.plans:
+        if plan.name in ("notebook.notes.list", "notebook.notes.get"):
+            assert plan.bindings["$select"] == ["ignored"], plan.bindings
+            assert plan.bindings["$expand"] == ["ignored"], plan.bindings

@@ -29,6 +29,7 @@ from .theme_model import (
     column_name_ok,
     entity_name,
     field_from_schema,
+    named_key_column,
     plain_type,
     snake,
     words,
@@ -576,6 +577,8 @@ class ToolReader:
                 continue  # how a listing pages, not a field of its rows
             if squashed(param) in CREDENTIALS or param in headers:
                 continue  # a header is request metadata, not a field of the rows
+            if plan.operation not in ("create", "update") and presentation_only(param):
+                continue  # OData's `$select`, `$expand`: how the answer looks, not its rows
             if lname.startswith("exclude") or not column_name_ok(param):
                 continue  # an exclusion list; a name (`"`, empty) no column can have
             if kind in ("array", "object") and plan.operation not in ("create", "update"):
@@ -620,7 +623,7 @@ class ToolReader:
                 entity.add(spec)
                 self.ensure_referenced(ref, param, schema)
                 continue
-            if self.key_param_of(param, entity) and plan.operation != "create":
+            if named_key_column(param, entity) and plan.operation != "create":
                 continue
             if (
                 plan.operation != "create"
@@ -724,25 +727,7 @@ class ToolReader:
         return not spec.hidden or kind == "integer"
 
     def key_like(self, param: str, entity: EntitySpec) -> bool:
-        return self.key_param_of(param, entity) is not None or param.lower() in KEY_NAMES
-
-    def key_param_of(self, param: str, entity: EntitySpec) -> str | None:
-        """The key column a parameter names for this entity (petId -> id, branch_name -> ...)."""
-        tokens = words(param)
-        ent = words(entity.name)
-        if tokens[: len(ent)] == ent and len(tokens) == len(ent) + 1:
-            suffix = tokens[-1]
-            if suffix in entity.fields:
-                return suffix
-            if suffix in ("id", "key", "code", "path", "name"):
-                if param in entity.fields:
-                    return param
-                if suffix not in entity.fields and entity.key in entity.fields:
-                    return entity.key  # `notificationId` of a notification keyed by `name`
-                return suffix
-        if param in entity.fields and param == entity.key:
-            return param
-        return None
+        return named_key_column(param, entity) is not None or param.lower() in KEY_NAMES
 
     def reference(self, param: str, schema: dict, own: str) -> str:
         tokens = words(param)
@@ -905,7 +890,7 @@ class ToolReader:
         if op in ("get", "update", "delete", "transition") and path_params:
             path = str((plan.options.get("http") or {}).get("path", ""))
             if param in path_params:
-                column = self.key_param_of(param, entity) or (
+                column = named_key_column(param, entity) or (
                     param if param in entity.fields else None
                 )
                 if column == key and kind == "string":
@@ -962,7 +947,7 @@ class ToolReader:
                 if column is not None:
                     return ["filter_in", column]
             return None
-        key_column = self.key_param_of(param, entity)
+        key_column = named_key_column(param, entity)
         if key_column is None and key and param == key:
             key_column = key
         if key_column is None and key and lname in KEY_NAMES and lname == key.lower():
@@ -1021,7 +1006,7 @@ class ToolReader:
             if column is not None and column.type in ("array", "object") and not column.hidden:
                 plan.notes.append(f"optional parameter {param!r} is kept as given on the row")
                 return ["field", column.name]
-        if squashed(param) in PRESENTATION or squashed(param).startswith("embed"):
+        if presentation_only(param):
             plan.notes.append(
                 f"optional parameter {param!r} only shapes how the answer is presented; it is "
                 "accepted and changes nothing here"
@@ -1128,6 +1113,11 @@ class ToolReader:
             props["limit"] = {"type": "integer", "description": "Most rows to return (default 20)."}
         plan.parameters = {"type": "object", "properties": props, "required": required}
         plan.notes.append("parameters derived from the entity (the PRD gives none)")
+
+
+def presentation_only(param: str) -> bool:
+    """A parameter that only shapes how an answer is presented (`fields`, OData's `$select`)."""
+    return squashed(param) in PRESENTATION or squashed(param).startswith("embed")
 
 
 def _listed_column(param: str, entity: EntitySpec) -> str | None:
