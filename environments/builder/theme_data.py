@@ -44,6 +44,7 @@ from .theme_model import (
     FieldSpec,
     ThemeModel,
     entity_order,
+    mirrored_columns,
     snake,
     words,
 )
@@ -322,7 +323,7 @@ class Generator:
         if name == "path" or name.endswith("_path"):
             return self.path(entity, index, noun)
         if name.split("_")[-1] in _NAME_NAMES or name in ("name", "title"):
-            return f"{noun.capitalize()} {entity.name.replace('_', ' ')} {index + 1}"
+            return f"{noun.capitalize()} {_named_thing(name, entity)} {index + 1}"
         if name.endswith(("_type", "type", "kind", "category")):
             return ("primary", "secondary", "archive", "shared")[index % 4]
         if name.endswith(("code", "_key", "key")):
@@ -359,6 +360,23 @@ class Generator:
             if by_origin.get(origin):
                 said.append(f"{label}: {_listed(by_origin[origin])}")
         return "; ".join(said)
+
+
+# words before `_name` that say which name, not whose (`display_name`, `first_name`)
+_NAME_KINDS = frozenset(
+    {"display", "full", "first", "last", "given", "family", "nick", "short", "long", "friendly",
+     "common", "legal", "screen", "real", "middle", "sur", "user", "file", "host", "domain"}
+)  # fmt: skip
+
+
+def _named_thing(column: str, entity: EntitySpec) -> str:
+    """Whose name a name column holds, in words: the entity's own (`name`, `title`,
+    `display_name`), or the thing it names (`resource_group_name` -> "resource group"), so a
+    resource group is not called "Jade transformation 1"."""
+    owner = column.split("_")[:-1]
+    if not owner or owner[0] in _NAME_KINDS or "_".join(owner) == entity.name:
+        return entity.name.replace("_", " ")
+    return " ".join(owner)
 
 
 def _listed(names: list[str], limit: int = 12) -> str:
@@ -576,6 +594,9 @@ def _fill(
     written: list[dict] = []
     seen_keys: set = set()
     key_spec = entity.fields[entity.key]
+    mirrored = {
+        f: c for f, c in mirrored_columns(entity).items() if f not in mapping and c not in mapping
+    }
     for index in range(count):
         row: dict[str, Any] = {}
         source = source_rows[index] if index < len(source_rows) else None
@@ -619,6 +640,11 @@ def _fill(
                 key = f"{base}-{suffix}"
             row[entity.key] = key
         seen_keys.add(_store(key, key_spec))
+        for name, column in mirrored.items():  # one thing named twice: the key's value wins
+            if column == entity.key:
+                row[name] = row[column]
+            else:
+                row[column] = row[name]
         written.append(row)
         columns = ", ".join(f'"{n}"' for n in row)
         marks = ", ".join("?" for _ in row)

@@ -59,6 +59,42 @@ def entity_name(name: str) -> str:
     return singular("_".join(parts))
 
 
+def named_key_column(param: str, entity: EntitySpec) -> str | None:
+    """The key column a parameter names for this entity (petId -> id, branch_name -> name):
+    a tool given `param` finds the entity's row by that column."""
+    tokens = words(param)
+    ent = words(entity.name)
+    if tokens[: len(ent)] == ent and len(tokens) == len(ent) + 1:
+        suffix = tokens[-1]
+        if suffix in entity.fields:
+            return suffix
+        if suffix in ("id", "key", "code", "path", "name"):
+            if param in entity.fields:
+                return param
+            if suffix not in entity.fields and entity.key in entity.fields:
+                return entity.key  # `notificationId` of a notification keyed by `name`
+            return suffix
+    if param in entity.fields and param == entity.key:
+        return param
+    return None
+
+
+def mirrored_columns(entity: EntitySpec) -> dict[str, str]:
+    """Columns that name one thing twice: a field spelled like the parameter that names a row
+    (`transformationName`) beside the column the tools find that row by (`name`) -> {field:
+    column}. Their values must agree, else a row the data holds is never found by its name."""
+    mirrored: dict[str, str] = {}
+    for name, spec in entity.fields.items():
+        column = named_key_column(name, entity)
+        if column is None or column == name or column not in entity.fields:
+            continue
+        other = entity.fields[column]
+        if spec.hidden or other.hidden or spec.type != other.type or spec.ref or other.ref:
+            continue
+        mirrored[name] = column
+    return mirrored
+
+
 # --- fields and entities --------------------------------------------------------------------
 
 
