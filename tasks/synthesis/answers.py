@@ -59,3 +59,37 @@ def project_answer(action: str, kind: str, result: Any) -> tuple[dict[str, Any],
             return {"shape": "value", "field": field}, result[field]
         return {"shape": "object", "field": None}, result
     return {"shape": "object", "field": None}, result
+
+
+def other_answers(result: Any) -> list[tuple[dict[str, Any], Any]]:
+    """Other fields of the last step's rows to ask for, best first, when the one
+    `project_answer` chose is one the text already gives (a resource found by its name, asked
+    its name): the row's other plain values (texts, then numbers), never an id or a value
+    some row lacks."""
+    if is_row_list(result):
+        records = records_of(result)
+        shape = "list"
+    else:
+        row = row_of(result)
+        records = [row] if isinstance(row, dict) else []
+        shape = "value"
+    if not records:
+        return []
+    fields = [
+        name
+        for name in records[0]
+        if name != "id"
+        and not name.endswith(("_id", "Id"))
+        and all(isinstance(r.get(name), SCALARS) and r.get(name) != "" for r in records)
+    ]
+    fields.sort(key=lambda name: (not isinstance(records[0][name], str), name in SECONDARY))
+    return [
+        (
+            {"shape": shape, "field": name},
+            [r[name] for r in records] if shape == "list" else records[0][name],
+        )
+        for name in fields
+    ]
+
+
+SECONDARY = frozenset({"type", "kind", "etag", "url", "href", "self", "uri"})

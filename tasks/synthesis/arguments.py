@@ -6,6 +6,7 @@ import functools
 import random
 import re
 import string
+from collections import Counter
 from typing import Any
 
 from environments.discovery.naming import is_serial_name, singular
@@ -72,6 +73,7 @@ def sample_arguments(
     """
     fixed = fixed or {}
     arguments: dict[str, Any] = {}
+    together = one_row_values(view, node, rng, fixed)
     optional_left = 1 if optional_rate > 0 else 0  # one filter keeps results non-empty
     for name, p in node.params.items():
         if name in fixed:
@@ -85,7 +87,7 @@ def sample_arguments(
             optional_left -= 1
             if p.role in ("min", "max", "text") and p.column and is_serial_name(p.column[1]):
                 continue  # "whose id is at least 45" narrows nothing a person cares about
-        value = sample_param(view, p, rng)
+        value = together[name] if name in together else sample_param(view, p, rng)
         if value is _UNSET:
             if p.required:
                 return None
@@ -94,6 +96,51 @@ def sample_arguments(
     if arguments.get("metric") == "sum" and is_non_additive(str(arguments.get("column", ""))):
         return None  # a total of latitudes or years answers nothing anyone asks
     return arguments
+
+
+ROW_ROLES = ("key", "value")
+
+
+def one_row_values(
+    view: EnvironmentView, node, rng: random.Random, fixed: dict[str, Any]
+) -> dict[str, Any]:
+    """Values for the parameters that filter one table together, from one real row that
+    agrees with the `fixed` ones. A nested path scopes a resource by several of its columns
+    (subscription, resource group, job, name): drawn one by one, they almost never meet on a
+    row and every call finds nothing. Empty when fewer than two required parameters share a
+    table, or no row agrees."""
+    on_table = Counter(
+        p.column[0] for p in node.params.values() if p.required and p.role in ROW_ROLES and p.column
+    )
+    if not on_table:
+        return {}
+    table, count = on_table.most_common(1)[0]
+    if count < 2 or table not in view.tables:
+        return {}
+    params = {
+        name: p
+        for name, p in node.params.items()
+        if p.role in ROW_ROLES and p.column and p.column[0] == table
+    }
+    wanted = [p.column[1] for name, p in params.items() if p.required and name not in fixed]
+    rows = [
+        row
+        for row in view.rows(table)
+        if all(row.get(column) is not None for column in wanted)
+        and all(
+            coerce(row.get(p.column[1]), p.type) == fixed[name]
+            for name, p in params.items()
+            if name in fixed
+        )
+    ]
+    if not rows:
+        return {}
+    row = rng.choice(rows)
+    return {
+        name: coerce(row[p.column[1]], p.type)
+        for name, p in params.items()
+        if name not in fixed and row.get(p.column[1]) is not None
+    }
 
 
 NON_ADDITIVE = frozenset(
@@ -276,10 +323,14 @@ def write_arguments(
         settable = [(n, p) for n, p in settable if p.required or n in chosen or n in fixed]
     elif node.action == "delete":
         settable = [(n, p) for n, p in settable if p.required]
-    current = _current_row(view, entity, key, arguments) if node.action == "update" else {}
+    current = _current_row(view, entity, key, arguments) if arguments else {}
+    scopes = _scope_params(view, node, entity) if current else set()
     for name, p in settable:
         if name in fixed:
             arguments[name] = fixed.pop(name)
+            continue
+        if name in scopes and current.get(p.column[1]) is not None:
+            arguments[name] = coerce(current[p.column[1]], p.type)  # where the row lives
             continue
         if node.action == "create" and not p.required and rng.random() < 0.5:
             continue
@@ -310,6 +361,22 @@ def _write_value(view: EnvironmentView, node, p, entity: str, key: str | None, r
     if p.key == (entity, key) and node.action == "create":
         return fresh_key(view, entity, key, p.type, rng)
     return coerce(fresh_value(view, *p.column, p.type, rng), p.type)
+
+
+def _scope_params(view: EnvironmentView, node, entity: str) -> set[str]:
+    """Parameters an update or delete finds its row by besides its key (the subscription,
+    resource group and job of `/subscriptions/{s}/.../jobs/{j}/transformations/{t}`), as the
+    build recorded them: they must hold the row's own values, never fresh ones."""
+    operation = view.operations.get(node.name)
+    if operation is None or operation.table != entity:
+        return set()
+    return {
+        name
+        for name, binding in operation.params.items()
+        if binding.role == "filter"
+        and name in node.params
+        and (node.params[name].column or ("",))[0] == entity
+    }
 
 
 def _current_row(view: EnvironmentView, entity: str, key: str | None, arguments) -> dict:

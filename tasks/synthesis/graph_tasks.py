@@ -16,7 +16,7 @@ from typing import Any
 
 from tasks.answer_contract import answer_instruction, contract_for
 from tasks.gold_results import stored_result
-from tasks.synthesis.answers import project_answer
+from tasks.synthesis.answers import other_answers, project_answer
 from tasks.synthesis.arguments import UNSET, sample_arguments, sample_param, write_arguments
 from tasks.synthesis.dependencies import check_dependencies, references
 from tasks.synthesis.difficulty import StructuralDifficulty
@@ -963,8 +963,15 @@ class GraphTaskSynthesizer:
         last = nodes[steps[-1]["tool"]]
         answer_spec, reference = project_answer(last.action, last.kind, steps[-1]["result"])
         if asks_back(steps, nodes, answer_spec, reference):
-            self.stats.asked_back += 1
-            return None
+            others = (
+                (spec, value)
+                for spec, value in other_answers(steps[-1]["result"])
+                if not asks_back(steps, nodes, spec, value)
+            )
+            answer_spec, reference = next(others, (None, None))
+            if answer_spec is None:
+                self.stats.asked_back += 1
+                return None
         signature = graph_signature(
             self.view.name, self.view.version, steps, answer_spec, self.tier
         )
@@ -1036,7 +1043,7 @@ def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool
         p = nodes[last["tool"]].params.get(name)
         column = p.column[1] if p is not None and p.column else name
         given = name not in last.get("inputs", {}) and (p is None or p.role in ("key", "value"))
-        if given and column == field_name and reference in (value, [value]):
+        if given and column == field_name and _only(reference, value):
             return True
     entity = nodes[steps[-1]["tool"]].entity
     for step in steps[:-1]:
@@ -1048,9 +1055,16 @@ def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool
             if p is not None and p.key is not None and p.column == p.key:
                 continue  # the row it acts on, not a value it writes
             column = p.column[1] if p is not None and p.column else name
-            if column == field_name and reference in (value, [value]):
+            if column == field_name and _only(reference, value):
                 return True
     return False
+
+
+def _only(reference: Any, value: Any) -> bool:
+    """The answer is `value` and nothing else: the value itself, or a list of only it."""
+    if isinstance(reference, list):
+        return bool(reference) and all(item == value for item in reference)
+    return reference == value
 
 
 def synthesize_graph_tasks(

@@ -1,0 +1,234 @@
+"""A resource of an Azure-shaped document lives under several path scopes (subscription,
+resource group, streaming job) and is named by a path parameter beside its body's `name`. Its
+rows must hold one name in both columns, the arguments of a read must come from one row, and a
+task must not ask back the name it gave: before, drawn one by one, the scopes never met on a
+row, and 385 published directory environments got no goal task."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from environments.discovery.themes import parse_theme_document
+from environments.models import Environment
+from environments.themes_import import store_theme
+from tasks.service import SynthesisAccount, synthesize_tasks
+from tasks.synthesis.answers import other_answers
+from tasks.synthesis.arguments import sample_arguments, write_arguments
+from tasks.synthesis.environment_view import EnvironmentView
+from tasks.synthesis.graph_tasks import asks_back
+from tasks.synthesis.tool_graph import ParamInfo, ToolNode, build_nodes
+
+
+def stream_jobs_document() -> dict:
+    """Swagger 2.0 in the shape of an Azure resource provider: a transformation lives under a
+    subscription, a resource group and a streaming job, each a path segment every operation
+    takes, and its name is a path parameter with a pattern while its body has a `name` too."""
+    base = (
+        "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}/providers/"
+        "Microsoft.Contoso/streamingjobs/{jobName}/transformations"
+    )
+    scope = [
+        {"$ref": "#/parameters/SubscriptionIdParameter"},
+        {"name": "resourceGroupName", "in": "path", "required": True, "type": "string"},
+        {"name": "jobName", "in": "path", "required": True, "type": "string"},
+        {"$ref": "#/parameters/ApiVersionParameter"},
+    ]
+    name = {
+        "name": "transformationName",
+        "in": "path",
+        "required": True,
+        "type": "string",
+        "pattern": "^[a-z][a-z0-9]{3,11}$",
+    }
+    one = {"200": {"description": "OK", "schema": {"$ref": "#/definitions/Transformation"}}}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "StreamAnalyticsManagementClient", "version": "2016-03-01"},
+        "host": "management.azure.com",
+        "paths": {
+            base: {
+                "get": {
+                    "operationId": "Transformations_ListByStreamingJob",
+                    "description": "Lists the transformations under the specified streaming job.",
+                    "parameters": scope,
+                    "responses": {
+                        "200": {
+                            "description": "OK",
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "value": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/definitions/Transformation"},
+                                    }
+                                },
+                            },
+                        }
+                    },
+                }
+            },
+            base + "/{transformationName}": {
+                "get": {
+                    "operationId": "Transformations_Get",
+                    "description": "Gets details about the specified transformation.",
+                    "parameters": [*scope, name],
+                    "responses": one,
+                },
+                "put": {
+                    "operationId": "Transformations_CreateOrReplace",
+                    "description": "Creates a transformation or replaces an existing one.",
+                    "parameters": [
+                        *scope,
+                        name,
+                        {
+                            "name": "transformation",
+                            "in": "body",
+                            "required": True,
+                            "schema": {"$ref": "#/definitions/Transformation"},
+                        },
+                    ],
+                    "responses": one,
+                },
+                "delete": {
+                    "operationId": "Transformations_Delete",
+                    "description": "Deletes a transformation.",
+                    "parameters": [*scope, name],
+                    "responses": {"200": {"description": "OK"}},
+                },
+            },
+        },
+        "parameters": {
+            "SubscriptionIdParameter": {
+                "name": "subscriptionId",
+                "in": "path",
+                "required": True,
+                "type": "string",
+            },
+            "ApiVersionParameter": {
+                "name": "api-version",
+                "in": "query",
+                "required": True,
+                "type": "string",
+            },
+        },
+        "definitions": {
+            "Transformation": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "readOnly": True},
+                    "name": {"type": "string"},
+                    "type": {"type": "string", "readOnly": True},
+                    "properties": {
+                        "type": "object",
+                        "properties": {
+                            "streamingUnits": {"type": "integer", "minimum": 1, "maximum": 48},
+                            "query": {"type": "string"},
+                        },
+                    },
+                },
+            }
+        },
+    }
+
+
+@pytest.fixture
+def stream_jobs(settings, tmp_path) -> Environment:
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    theme = store_theme(parse_theme_document(stream_jobs_document(), "streamjobs.json"))
+    call_command("build_environment", theme=theme.pk, name="streamjobs", stdout=StringIO())
+    environment = Environment.objects.get(name="streamjobs")
+    assert environment.status == Environment.Status.VERIFIED, environment.failure_reason
+    return environment
+
+
+def _rows(environment: Environment) -> list[dict]:
+    with sqlite3.connect(Path(environment.package_path) / "state.sqlite") as db:
+        db.row_factory = sqlite3.Row
+        return [dict(r) for r in db.execute("SELECT * FROM transformations")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_holds_one_name_where_the_document_spells_it_twice(stream_jobs):
+    rows = _rows(stream_jobs)
+    assert len(rows) >= 5
+    for row in rows:
+        assert row["name"] == row["transformationName"], row
+        assert "transformation" not in row["resourceGroupName"], row  # a group's own name
+        assert row["jobName"].split()[1:2] == ["job"], row
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scopes_of_a_read_come_from_one_row(stream_jobs):
+    view = EnvironmentView(stream_jobs.package_path)
+    nodes = build_nodes(view)
+    rows = _rows(stream_jobs)
+    scopes = ("subscriptionId", "resourceGroupName", "jobName")
+    for tool in ("Transformations_Get", "Transformations_ListByStreamingJob"):
+        for seed in range(10):
+            arguments = sample_arguments(view, nodes[tool], random.Random(seed))
+            assert arguments is not None
+            assert any(all(row[s] == arguments[s] for s in scopes) for row in rows), arguments
+            if "transformationName" in arguments:
+                found = [r for r in rows if r["name"] == arguments["transformationName"]]
+                assert found and all(found[0][s] == arguments[s] for s in scopes)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_environment_of_nested_scopes_gets_five_audited_goal_tasks(stream_jobs):
+    account = SynthesisAccount()
+    created = synthesize_tasks(stream_jobs, tier="goal", count=5, account=account)
+    assert len(created) >= 5, account.to_dict()
+    for task in created:
+        assert task.audit["passed"], task.audit
+        assert '"Iris transformation' not in task.instruction
+
+
+def test_a_row_found_by_its_name_is_asked_another_field():
+    """Found by its name, the row is asked what the text does not already give."""
+    result = {"id": "jade-1", "name": "edbfem1", "type": "primary", "jobName": "Jade job 1"}
+    steps = [
+        {
+            "tool": "Get",
+            "arguments": {"transformationName": "edbfem1", "jobName": "Jade job 1"},
+            "inputs": {},
+            "result": result,
+        }
+    ]
+
+    def param(name: str, column: str) -> ParamInfo:
+        return ParamInfo(name, "string", True, "key", column=("transformations", column))
+
+    params = {"transformationName": param("transformationName", "name"),
+              "jobName": param("jobName", "jobName")}  # fmt: skip
+    get = ToolNode("Get", "read", "get", "transformation", None, "Gets one.", params)
+    nodes = {"Get": get}
+    assert asks_back(steps, nodes, {"shape": "value", "field": "name"}, "edbfem1")
+    kept = [
+        spec for spec, value in other_answers(result) if not asks_back(steps, nodes, spec, value)
+    ]
+    assert kept and kept[0] == {"shape": "value", "field": "type"}
+    listed = {"value": [dict(result), {**result, "id": "quartz-2", "name": "zmrgwq"}]}
+    assert asks_back(steps, nodes, {"shape": "list", "field": "jobName"}, ["Jade job 1"] * 2)
+    assert ({"shape": "list", "field": "name"}, ["edbfem1", "zmrgwq"]) in other_answers(listed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delete_names_the_scopes_of_the_row_it_removes(stream_jobs):
+    """An update or delete finds its row by its scopes as well as its name: they are the row's
+    own values (a fresh resource group would find nothing to delete)."""
+    view = EnvironmentView(stream_jobs.package_path)
+    node = build_nodes(view)["Transformations_Delete"]
+    rows = {row["name"]: row for row in _rows(stream_jobs)}
+    for seed in range(10):
+        arguments = write_arguments(view, node, random.Random(seed))
+        assert arguments is not None
+        row = rows[arguments["transformationName"]]
+        for scope in ("subscriptionId", "resourceGroupName", "jobName"):
+            assert arguments[scope] == row[scope], (arguments, row)
