@@ -405,3 +405,47 @@ def test_a_property_without_a_schema_is_left_out_not_the_build():
     assert checked["properties"] == {"name": {"type": "string"}, "any": {}}
     assert checked["required"] == ["name"]
     assert notes == ["parameter 'additionalProperties' has no schema (False); it is left out"]
+
+
+def test_parameters_declared_after_wide_answers_are_still_read():
+    """A dereference writes at most REF_BUDGET nodes. Xero answers its three operations on
+    `/Payments` with wide schemas and declares its required tenant header once for the path,
+    after them: the budget was spent before the header and the later operations' own
+    parameters were read, and they became `{"type": "object"}` (no name, no tool parameter).
+    Parameters are dereferenced on a budget of their own."""
+    wide = {
+        "type": "object",
+        "properties": {f"field{i}": {"type": "string", "description": "x"} for i in range(900)},
+    }
+    answer = {"200": {"description": "OK", "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/Wide"}}}}}  # fmt: skip
+    tenant = {"name": "tenant-id", "in": "header", "required": True, "schema": {"type": "string"}}
+    own = {  # each operation's own query parameter
+        method: [{"name": name, "in": "query", "schema": {"type": "string"}}]
+        for method, name in (("get", "status"), ("put", "mode"), ("post", "note"))
+    }
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Ledger", "version": "1"},
+        "components": {"schemas": {"Wide": wide}, "parameters": {"tenant": tenant}},
+        "paths": {
+            f"/{noun}": {
+                **{
+                    method: {
+                        "operationId": f"{method}{noun}",
+                        "parameters": own[method],
+                        "responses": answer,
+                    }
+                    for method in own
+                },
+                "parameters": [{"$ref": "#/components/parameters/tenant"}],
+            }
+            for noun in ("Payments", "Invoices", "Accounts", "Contacts")
+        },
+    }
+    theme = parse_theme_document(document, "ledger.json")
+    assert len(theme["tools"]) == 12
+    for tool in theme["tools"]:
+        method = tool["http"]["method"].lower()
+        assert list(tool["parameters"]["properties"]) == [own[method][0]["name"]], tool
+        assert any("'tenant-id' is left out" in note for note in tool.get("notes", [])), tool

@@ -21,6 +21,7 @@ from .openapi_parameters import (
     read_document_parameters,
     transport_note,
 )
+from .openapi_refs import follow_ref
 from .swagger import is_swagger, swagger_to_openapi
 
 SOURCE_KINDS = ("mcp_spec", "tool_doc", "prd", "manual")
@@ -93,14 +94,16 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
         raise ThemeError(f"{source}: OpenAPI info.title is missing (and no server names the API)")
     operations = []
     paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
-    for path, item in paths.items():
-        item = _deref(item or {}, doc)
+    for path, raw in paths.items():
+        item = _deref(raw or {}, doc)
         if not isinstance(item, dict):
             continue
+        item = _with_own_parameters(item, follow_ref(raw, doc), doc)
         for method in _HTTP_METHODS:
             op = item.get(method)
             if isinstance(op, dict):
-                operations.append((str(path), method, op, item))
+                raw_op = follow_ref(follow_ref(raw, doc).get(method), doc)
+                operations.append((str(path), method, _with_own_parameters(op, raw_op, doc), item))
     document = read_document_parameters(doc, [(m, op, item) for _, m, op, item in operations])
     tools = [_operation_tool(doc, path, m, op, item, document) for path, m, op, item in operations]
     if not tools:
@@ -273,6 +276,17 @@ _BODY_MEDIA = ("application/json", "application/x-www-form-urlencoded", "multipa
 
 
 REF_BUDGET = 5000  # schema nodes one dereference may write before references stay cut
+
+
+def _with_own_parameters(node: dict, raw: dict, doc: dict) -> dict:
+    """`node` (a dereferenced path item or operation) with its `parameters` dereferenced on
+    their own budget: a path whose operations' schemas spend a dereference's budget would
+    otherwise lose the parameters met after them (Xero's required `xero-tenant-id`, declared
+    once per path, became `{"type": "object"}` on a ninth of its operations)."""
+    parameters = raw.get("parameters")
+    if not isinstance(parameters, list):
+        return node
+    return {**node, "parameters": _deref(parameters, doc)}
 
 
 def _deref(value: Any, doc: dict, depth: int = 6) -> Any:
