@@ -218,6 +218,28 @@ def test_the_api_version_a_document_requires_is_no_parameter_and_the_tools_pass(
     assert all(c.passed for c in contracts.values()), {n: c.summary for n, c in contracts.items()}
 
 
+def test_a_vendor_version_header_is_no_parameter_on_any_one_operation():
+    """`carbone-version`, `Notion-Version`: a header that picks the API's version, required on
+    a single operation as on all of them (Carbone's render tool could take no value before)."""
+    document = copy.deepcopy(DOCUMENT)
+    get = document["paths"]["/notebook/v1/notes/{note}"]["get"]
+    get["parameters"] = [
+        NOTE_ID,
+        {
+            "name": "carbone-version",
+            "in": "header",
+            "required": True,
+            "schema": {"type": "integer"},
+        },
+        {"name": "X-GitHub-Api-Version", "in": "header", "schema": {"type": "string"}},
+    ]
+    tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
+    assert list(tools["notebook.notes.get"]["parameters"]["properties"]) == ["note"]
+    notes = " ".join(tools["notebook.notes.get"]["notes"])
+    assert "header parameter 'carbone-version' is left out: it names the version" in notes
+    assert "header parameter 'X-GitHub-Api-Version' is left out" in notes
+
+
 def test_a_dry_run_flag_is_no_parameter_in_the_query_or_the_body():
     """AWS's `DryRun` asks whether the caller may make the call without making it: offline no
     permission is checked, and a tool that took it would still write (202 EC2 tools refused
@@ -390,7 +412,25 @@ def test_odata_select_and_expand_shape_the_answer_and_no_table_holds_them():
     model = read_theme(theme)
     columns = {name for entity in model.entities.values() for name in entity.fields}
     assert {"$select", "$expand"}.isdisjoint(columns), columns
-    for plan in model.plans:
-        if plan.name in ("notebook.notes.list", "notebook.notes.get"):
-            assert plan.bindings["$select"] == ["ignored"], plan.bindings
-            assert plan.bindings["$expand"] == ["ignored"], plan.bindings
+    plans = {plan.name: plan for plan in model.plans}
+    for name in ("notebook_notes_list", "notebook_notes_get"):
+        assert plans[name].bindings["$select"] == ["ignored"], plans[name].bindings
+        assert plans[name].bindings["$expand"] == ["ignored"], plans[name].bindings
+
+
+def test_an_api_secret_in_the_query_is_a_credential_and_current_page_pages():
+    """Vonage sends `api_key` and `api_secret` in the query ("the account balance whose api
+    secret is ..." was a task); Bungie pages with `currentpage` (it was a column)."""
+    document = copy.deepcopy(DOCUMENT)
+    document["paths"]["/notebook/v1/notes"]["get"]["parameters"] = [
+        {"name": "api_secret", "in": "query", "required": True, "schema": {"type": "string"}},
+        {"name": "currentpage", "in": "query", "schema": {"type": "integer"}},
+    ]
+    theme = parse_theme_document(document, "notebook.json")
+    listing = next(t for t in theme["tools"] if t["name"] == "notebook.notes.list")
+    assert list(listing["parameters"]["properties"]) == ["currentpage"]
+    assert "query parameter 'api_secret' is left out: it carries a credential" in " ".join(
+        listing["notes"]
+    )
+    plan = next(p for p in read_theme(theme).plans if p.name == "notebook_notes_list")
+    assert plan.bindings["currentpage"] == ["page"], plan.bindings

@@ -211,6 +211,8 @@ PAGING = {
     "page": "page",
     "page_number": "page",
     "pagenumber": "page",
+    "currentpage": "page",
+    "current_page": "page",
 }
 # a page token a listing gives back to resume it (letters and digits only, lower-case)
 CURSORS = {

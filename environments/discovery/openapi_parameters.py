@@ -52,7 +52,8 @@ TRANSPORT_HEADERS = {
     "cache-control",
 }
 # query parameters that carry a credential whatever the document (squashed)
-CREDENTIAL_QUERY = {"accesstoken", "oauthtoken", "apikey", "xapikey", "authtoken"}
+CREDENTIAL_QUERY = {"accesstoken", "oauthtoken", "apikey", "xapikey", "authtoken", "apisecret",
+                    "clientsecret", "appsecret", "apitoken"}  # fmt: skip
 # query parameters only a transport layer reads (JSON error format, pretty printing, quota
 # attribution, upload protocol): left out wherever they appear (squashed)
 TRANSPORT_QUERY = {"xgafv", "prettyprint", "quotauser", "uploadprotocol", "uploadtype"}
@@ -140,7 +141,10 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             "the offline environment does not check",
             "credential",
         )
-    if where in ("query", "header") and plain in VERSION_PARAMETERS:
+    names_version = plain in VERSION_PARAMETERS or (
+        where == "header" and (lowered.endswith("-version") or plain.endswith("apiversion"))
+    )  # `carbone-version`, `Notion-Version`, `X-GitHub-Api-Version`
+    if where in ("query", "header") and names_version:
         return (
             f"{where} parameter {name!r} is left out: it names the version of the API that "
             "answers, and the offline environment is one version",
