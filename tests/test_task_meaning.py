@@ -388,6 +388,17 @@ def test_leaked_internal_name_flags_identifiers_tools_and_order_by(facts):
     assert leaked_internal_name(clean, facts) is None
 
 
+def test_a_tool_named_by_a_plain_word_is_no_leak_where_the_text_says_the_word(facts):
+    """Zoom's operation `account` reads an account: "the accounts whose account name is ..."
+    says the word, not the tool (103 of its tasks were discarded for it)."""
+    account = _node("account", "read", "get", "employees", [_key("employee_id", "employees")],
+                    EMPLOYEE)  # fmt: skip
+    with_word_tool = MeaningFacts(TABLES, {**NODES, "account": account}, natural=facts.natural)
+    text = 'List the emails of the accounts whose account name is "Apple account 4".'
+    assert leaked_internal_name(task(text, []), with_word_tool) is None
+    assert "get_item" in leaked_internal_name(task("Call get_item.", []), with_word_tool)
+
+
 def test_answer_shape_mismatch_flags_ids_asked_and_rows_expected(facts):
     rows = [{"id": 497, "carrier": "UPS"}]
     ids_for_rows = task('List the tracking ids whose carrier is "UPS".', [], rows, "list")

@@ -477,6 +477,7 @@ def self_assignment(task: TaskSpec, facts: MeaningFacts) -> str | None:
     return None
 
 
+PLAIN_WORD = re.compile(r"[a-z]+")
 ORDER_WORDS = re.compile(r"\b(order|sort|group) by\b(?! \")", re.IGNORECASE)
 KEY_VALUE_WORDS = re.compile(r"\b(the|its|whose) (value|key)\b", re.IGNORECASE)
 
@@ -492,8 +493,8 @@ def leaked_internal_name(task: TaskSpec, facts: MeaningFacts) -> str | None:
     text = _unquoted(request_text(task))
     tools = sorted(set(facts.nodes) | set(task.tools) - set(SUBMIT_TOOLS), key=len, reverse=True)
     for name in tools:
-        if name in SUBMIT_TOOLS:
-            continue
+        if name in SUBMIT_TOOLS or PLAIN_WORD.fullmatch(name):
+            continue  # a tool named `account` or `search` reads as the word it is
         if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text):
             return f"the text names the tool {name}"
     identifiers = {t for t in facts.tables} | {c for i in facts.tables.values() for c in i.columns}
