@@ -295,3 +295,49 @@ def test_waiting_parts_of_a_huge_document_take_turns_with_the_documents_after_it
     second = ledger.top_up(run.pk, queue_item, limit=3)
     keys = sorted(CatalogueItem.objects.filter(pk__in=second).values_list("key", flat=True))
     assert keys == ["a.example/graph.json#b", "a.example/graph.json#c", "b.example/big.json#y"]
+
+
+@pytest.mark.django_db
+def test_a_run_says_which_published_environments_ended_below_the_task_goal_and_why(client, viewer):
+    """Every published environment is to get its goal tasks: the run counts those whose
+    synthesis ended with fewer, by the reason its account gives, on the console and in the
+    summary the CLI and the API print. One still waiting for its synthesis is not short."""
+    run = CatalogueRun.objects.create(source="/srv/api", listed=1, tasks_per_environment=5)
+    no_start = (
+        "walk could not start: no read tool can be called with values from the data: "
+        "'Inputs_Get' found nothing"
+    )
+    cases = [  # (tasks kept, synthesis job state, its result, its error)
+        (5, Job.State.SUCCEEDED, {"discarded": {"walk shorter than planned": 3}}, ""),
+        (0, Job.State.SUCCEEDED, {"discarded": {no_start: 300, "walk shorter than planned": 2}}, ""),
+        (2, Job.State.SUCCEEDED,
+         {"discarded": {"walk shorter than planned": 10},
+          "audit": {"discarded": {"surrogate_id_naming": 40}}}, ""),
+        (1, Job.State.FAILED, {}, "the sandbox died"),
+        (0, Job.State.QUEUED, {}, ""),
+    ]  # fmt: skip
+    environments = []
+    for index, (tasks, state, result, error) in enumerate(cases):
+        environment = Environment.objects.create(
+            name=f"api_{index}", version=1, title=f"API {index}", task_count=tasks,
+            status=Environment.Status.VERIFIED, tool_count=4,
+        )  # fmt: skip
+        Job.objects.create(kind="tasks.synthesize", queue="sandbox", state=state, result=result,
+                           error=error, target=f"environment:{environment.pk}")  # fmt: skip
+        environments.append(environment.pk)
+    CatalogueItem.objects.create(run=run, key="a.example/api.json", sha256="a",
+                                 state=CatalogueItem.State.PUBLISHED, environments=environments)  # fmt: skip
+    summary = ledger.run_summary(run)
+    assert summary.tasks_goal == 5 and summary.short_of_tasks == 3
+    reasons = dict(summary.short_reasons)
+    assert reasons == {
+        "walk could not start: no read tool can be called with values from the data: … found "
+        "nothing": 1,
+        "the audit's surrogate_id_naming check discarded them": 1,
+        "the task synthesis failed: the sandbox died": 1,
+    }
+    assert summary.as_dict()["short_reasons"][0]["count"] == 1
+    client.force_login(viewer)
+    page = client.get(reverse("catalogue-run", args=[run.pk])).content.decode()
+    assert 'data-count="short_of_tasks">3<' in page
+    assert "the audit&#x27;s surrogate_id_naming check discarded them" in page

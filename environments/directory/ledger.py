@@ -383,6 +383,9 @@ class RunSummary:
     superseded: int = 0  # documents of this run a later run built again: counted there
     part_retried: int = 0
     part_superseded: int = 0
+    tasks_goal: int = 0  # goal tasks asked per published environment (the run's --tasks)
+    short_of_tasks: int = 0  # published environments whose synthesis ended below the goal
+    short_reasons: list[tuple[str, int]] = field(default_factory=list)  # why, most first
 
     @property
     def finished(self) -> bool:
@@ -392,6 +395,7 @@ class RunSummary:
         data = dict(self.__dict__)
         data["top_reasons"] = [{"reason": r, "count": c} for r, c in self.top_reasons]
         data["part_top_reasons"] = [{"reason": r, "count": c} for r, c in self.part_top_reasons]
+        data["short_reasons"] = [{"reason": r, "count": c} for r, c in self.short_reasons]
         data["finished"] = self.finished
         return data
 
@@ -429,6 +433,7 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
         pk__in=environment_ids, status__in=(Environment.Status.VERIFIED, Environment.Status.RETIRED)
     )
     seconds = [i["seconds"] for i in documents if i["seconds"] is not None]
+    short = short_of_tasks(published, run.tasks_per_environment)
     return RunSummary(
         run=run.pk,
         listed=run.listed,
@@ -449,7 +454,45 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
         superseded=sum(i["superseded"] for i in rows if not i["part"]),
         part_retried=sum(bool(i["retries"]) for i in rows if i["part"]),
         part_superseded=sum(i["superseded"] for i in rows if i["part"]),
+        tasks_goal=run.tasks_per_environment,
+        short_of_tasks=sum(short.values()),
+        short_reasons=short.most_common(top),
     )
+
+
+TASKS_JOB = "tasks.synthesize"  # what the tasks app queues for a published environment
+
+
+def short_of_tasks(published, goal: int) -> Counter:
+    """Published environments whose goal-task synthesis has ended with fewer than `goal` tasks,
+    counted by why: the failed job's error, else the discard its account counts most (a walk
+    that cannot start, an audit check). Environments still waiting for theirs are not counted."""
+    if goal <= 0:
+        return Counter()
+    below = dict(published.filter(task_count__lt=goal).values_list("pk", "task_count"))
+    if not below:
+        return Counter()
+    jobs = Job.objects.filter(
+        kind=TASKS_JOB,
+        target__in=[f"environment:{pk}" for pk in below],
+        state__in=(Job.State.SUCCEEDED, Job.State.FAILED),
+    )
+    reasons: Counter = Counter()
+    for state, result, error in jobs.values_list("state", "result", "error"):
+        reasons[reason_kind(shortfall_reason(state, result or {}, error))] += 1
+    return reasons
+
+
+def shortfall_reason(state: str, result: dict[str, Any], error: str) -> str:
+    """Why one environment's synthesis kept fewer tasks than asked, in its own words."""
+    if state == Job.State.FAILED:
+        return f"the task synthesis failed: {error or 'no error recorded'}"
+    discarded = Counter(result.get("discarded") or {})
+    for check, count in ((result.get("audit") or {}).get("discarded") or {}).items():
+        discarded[f"the audit's {check} check discarded them"] += count
+    if not discarded:
+        return "the walks found fewer distinct tasks than asked"
+    return discarded.most_common(1)[0][0]
 
 
 def rejections(items: list[dict[str, Any]]) -> Counter:

@@ -176,6 +176,15 @@ class Command(BaseCommand):
                 f"retried {summary.retried} documents and {summary.part_retried} parts that "
                 "earlier runs rejected or failed; each is counted by its newest outcome"
             )
+        if summary.short_of_tasks:
+            self.stdout.write(
+                f"{summary.short_of_tasks} published environments ended with fewer than "
+                f"{summary.tasks_goal} goal tasks:"
+            )
+            for reason, count in summary.short_reasons:
+                self.stdout.write(f"{count:5d}  {reason}")
+            if summary.top_reasons:
+                self.stdout.write("documents rejected, by reason:")
         for reason, count in summary.top_reasons:
             self.stdout.write(f"{count:5d}  {reason}")
         if summary.part_top_reasons:
