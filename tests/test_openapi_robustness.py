@@ -12,11 +12,9 @@ from __future__ import annotations
 import copy
 import re
 import sqlite3
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from environments.builder.request import BuildRequest
@@ -24,10 +22,9 @@ from environments.builder.stages import BuildFailed
 from environments.builder.theme_pipeline import run_theme_pipeline
 from environments.discovery.themes import parse_theme_document
 from environments.json_schemas import schema_error
-from environments.models import Environment
-from environments.themes_import import store_theme
 from environments.tool_names import function_name, function_names
 from tests.support import openapi_documents as docs
+from tests.support.theme_builds import build
 
 CALLABLE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -37,12 +34,6 @@ def storage(settings, tmp_path):
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
     return settings.STORAGE_ROOT
-
-
-def build(document: dict, source: str, **options) -> Environment:
-    theme = store_theme(parse_theme_document(document, source))
-    call_command("build_environment", theme=theme.pk, stdout=StringIO(), **options)
-    return Environment.objects.filter(theme=theme).latest("pk")
 
 
 # --- names -------------------------------------------------------------------------------------

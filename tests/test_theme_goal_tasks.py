@@ -24,6 +24,7 @@ from tasks.synthesis.arguments import write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.graph_tasks import start_obstacles
 from tasks.synthesis.tool_graph import build_nodes, build_tool_graph, is_row_list, records_of
+from tests.support.theme_builds import verified
 
 GENRES = ["novel", "poetry", "essay", "drama"]
 
@@ -178,11 +179,7 @@ def library_document() -> dict:
 def library(settings, tmp_path) -> Environment:
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
-    theme = store_theme(parse_theme_document(library_document(), "shelfmark.json"))
-    call_command("build_environment", theme=theme.pk, name="shelfmark", stdout=StringIO())
-    environment = Environment.objects.get(name="shelfmark")
-    assert environment.status == Environment.Status.VERIFIED, environment.failure_reason
-    return environment
+    return verified(library_document(), "shelfmark.json", name="shelfmark")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
-from environments.discovery.themes import parse_theme_document
 from environments.models import Environment
-from environments.themes_import import store_theme
 from tasks.service import SynthesisAccount, synthesize_tasks
 from tasks.synthesis.answers import other_answers
 from tasks.synthesis.arguments import sample_arguments, write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.graph_tasks import asks_back
 from tasks.synthesis.tool_graph import ParamInfo, ToolNode, build_nodes
+from tests.support.theme_builds import verified
 
 
 def stream_jobs_document() -> dict:
@@ -141,11 +138,7 @@ def stream_jobs_document() -> dict:
 def stream_jobs(settings, tmp_path) -> Environment:
     settings.STORAGE_ROOT = tmp_path / "storage"
     settings.AW_JOBS_MODE = "thread"
-    theme = store_theme(parse_theme_document(stream_jobs_document(), "streamjobs.json"))
-    call_command("build_environment", theme=theme.pk, name="streamjobs", stdout=StringIO())
-    environment = Environment.objects.get(name="streamjobs")
-    assert environment.status == Environment.Status.VERIFIED, environment.failure_reason
-    return environment
+    return verified(stream_jobs_document(), "streamjobs.json", name="streamjobs")
 
 
 def _rows(environment: Environment) -> list[dict]:
