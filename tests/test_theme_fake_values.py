@@ -11,6 +11,7 @@ import sqlite3
 from environments.builder.fake_values import looks_like_id, name_rule, shaped_like
 from environments.builder.theme_contract import check_rows
 from environments.builder.theme_data import build_theme_database
+from environments.builder.theme_patterns import matching_value
 from environments.builder.theme_reading import read_theme
 from environments.discovery.themes import parse_theme_document
 
@@ -219,3 +220,49 @@ def test_ids_shaped_like_the_documents_example():
     assert looks_like_id("US123945459", "tax_number")
     assert not looks_like_id("application/vnd.api.v10+json", "Accept")  # a media type stays
     assert not looks_like_id("Leave it at the door", "note")
+
+
+def test_a_pattern_wrapped_in_dot_stars_still_fits_its_length(tmp_path):
+    """AWS Clean Rooms: identifiers are `.*<uuid>.*` with minLength = maxLength = 36. The
+    pattern walk padded them past 36, the tools' own checks refused every row's id, and no
+    task could start. Values honour the pattern and the bounds together."""
+    identifier = {
+        "type": "string",
+        "pattern": ".*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}.*",
+        "minLength": 36,
+        "maxLength": 36,
+    }
+    membership = {
+        "type": "object",
+        "required": ["id", "name"],
+        "properties": {"id": identifier, "name": {"type": "string"}},
+    }
+    answer = {"200": {"description": "OK", "content": {"application/json": {"schema": membership}}}}
+    path_id = {"name": "membershipIdentifier", "in": "path", "required": True, "schema": identifier}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Clean rooms", "version": "2022-02-17"},
+        "paths": {
+            "/memberships": {
+                "post": {
+                    "operationId": "CreateMembership",
+                    "requestBody": {"content": {"application/json": {"schema": membership}}},
+                    "responses": answer,
+                }
+            },
+            "/memberships/{membershipIdentifier}": {
+                "get": {"operationId": "GetMembership", "parameters": [path_id],
+                        "responses": answer},
+            },
+        },
+    }  # fmt: skip
+    model = read_theme(parse_theme_document(document, "cleanrooms.json"))
+    db = build_theme_database(model, tmp_path / "rooms.sqlite", rows=12, seed="rooms")
+    with sqlite3.connect(db["db_path"]) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM memberships")]
+    assert len(ids) == 12
+    for value in ids:
+        assert len(value) == 36 and re.search(identifier["pattern"], value), value
+    for seed in range(20):
+        made = matching_value(identifier["pattern"], random.Random(seed), 36, 36)
+        assert made is not None and len(made) == 36

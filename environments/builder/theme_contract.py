@@ -173,7 +173,8 @@ class CallPlanner:
         taken = {r[self.entity.key] for r in self.rows}
         if spec.pattern:
             for attempt in range(20):
-                value = matching_value(spec.pattern, random.Random(f"{self.plan.name}/{attempt}"))
+                rng = random.Random(f"{self.plan.name}/{attempt}")
+                value = matching_value(spec.pattern, rng, spec.min_length, spec.max_length)
                 if value is not None and value not in taken:
                     return value
         if spec.enum:

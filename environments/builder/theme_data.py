@@ -215,7 +215,8 @@ class Generator:
         text, origin = self.string_value(entity, spec, index, rng, parts, examples, fresh)
         text = _fit_length(text, spec, rng)
         if spec.pattern and not _matches(spec.pattern, text):
-            return matching_value(spec.pattern, rng), FROM_PATTERN  # the document's pattern
+            made = matching_value(spec.pattern, rng, spec.min_length, spec.max_length)
+            return made, FROM_PATTERN  # the document's pattern
         return text, origin
 
     def nested(self, entity: EntitySpec, spec: FieldSpec, rng: random.Random, parts: tuple) -> Any:
@@ -667,7 +668,9 @@ def _fresh_match(
 ) -> str | None:
     """A key matching the document's pattern that no earlier row holds."""
     for attempt in range(20):
-        value = matching_value(pattern, generator.rng(entity.name, "key", index, attempt))
+        spec = entity.fields[entity.key]
+        rng = generator.rng(entity.name, "key", index, attempt)
+        value = matching_value(pattern, rng, spec.min_length, spec.max_length)
         if value is not None and value not in taken:
             return value
     return None

@@ -37,24 +37,35 @@ class _Unwalkable(Exception):
     pass
 
 
-def matching_value(pattern: str, rng: random.Random) -> str | None:
-    """A string `re.search(pattern, value)` accepts, or None when none can be made."""
+def matching_value(
+    pattern: str,
+    rng: random.Random,
+    min_length: int | None = None,
+    max_length: int | None = None,
+) -> str | None:
+    """A string `re.search(pattern, value)` accepts, as long as the document's `minLength` and
+    `maxLength` allow, or None when none can be made. After five free walks, unbounded repeats
+    take as few turns as they may: AWS wraps a 36-character UUID in `.*` on both sides."""
     try:
         parsed = sre_parse.parse(pattern)
-        for _ in range(5):
-            value = _walk(list(parsed), rng)
-            if re.search(pattern, value):
+        for attempt in range(10):
+            value = _walk(list(parsed), rng, lean=attempt >= 5)
+            if (
+                re.search(pattern, value)
+                and (min_length is None or len(value) >= min_length)
+                and (max_length is None or len(value) <= max_length)
+            ):
                 return value
     except (_Unwalkable, re.error, RecursionError, ValueError, TypeError):
         return None
     return None
 
 
-def _walk(items: list, rng: random.Random) -> str:
-    return "".join(_one(op, arg, rng) for op, arg in items)
+def _walk(items: list, rng: random.Random, lean: bool = False) -> str:
+    return "".join(_one(op, arg, rng, lean) for op, arg in items)
 
 
-def _one(op: Any, arg: Any, rng: random.Random) -> str:
+def _one(op: Any, arg: Any, rng: random.Random, lean: bool = False) -> str:
     if op == sre_constants.LITERAL:
         return chr(arg)
     if op == sre_constants.NOT_LITERAL:
@@ -67,13 +78,15 @@ def _one(op: Any, arg: Any, rng: random.Random) -> str:
         return _in(arg, rng)
     if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
         low, high, body = arg
+        if lean and high == sre_constants.MAXREPEAT:
+            high = low
         high = low + _MAX_REPEAT if high == sre_constants.MAXREPEAT else high
         count = rng.randint(low, max(low, min(high, low + _MAX_REPEAT)))
-        return "".join(_walk(list(body), rng) for _ in range(count))
+        return "".join(_walk(list(body), rng, lean) for _ in range(count))
     if op == sre_constants.SUBPATTERN:
-        return _walk(list(arg[-1]), rng)
+        return _walk(list(arg[-1]), rng, lean)
     if op == sre_constants.BRANCH:
-        return _walk(list(rng.choice(arg[1])), rng)
+        return _walk(list(rng.choice(arg[1])), rng, lean)
     raise _Unwalkable(str(op))
 
 

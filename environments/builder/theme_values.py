@@ -123,7 +123,9 @@ def schema_value(
     value = FORMAT_VALUES.get(fmt, "contract value")
     named = text(name) if text is not None and name and not fmt else None
     if isinstance(schema.get("pattern"), str):
-        made = matching_value(schema["pattern"], rng)
+        bounds = [n if isinstance(n, int) else None for n in (schema.get("minLength"),
+                                                               schema.get("maxLength"))]  # fmt: skip
+        made = matching_value(schema["pattern"], rng, *bounds)
         value = made or (named if named and valid(named, schema) else value)
     elif named:
         value = named
