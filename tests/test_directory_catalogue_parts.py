@@ -21,6 +21,7 @@ from environments.directory import ledger
 from environments.directory.build import theme_sha256
 from environments.directory.documents import document_themes
 from environments.jobs import next_version
+from environments.management.commands.build_catalogue import Command as BuildCatalogue
 from environments.models import CatalogueItem, CatalogueRun, Environment, Theme
 from tests.support import directory_documents as docs
 from tests.test_theme_split import big_document
@@ -254,9 +255,9 @@ def test_retry_rejected_builds_only_the_rejected_part_of_a_published_document(
 
 @pytest.mark.django_db
 def test_waiting_parts_of_a_huge_document_take_turns_with_the_documents_after_it():
-    """`top_up` gives places in the window by turn: every waiting document and the first part
-    of each split one, then the second parts, ... A document of many parts listed early (its
-    key sorts first) never holds back the documents listed after it."""
+    """`top_up` gives places by turn: a document takes turn 1, a part of a split one the turn
+    after its siblings already given a place. A document of many parts listed early (its key
+    sorts first) takes one place at a time, never every place that frees in a row."""
     run = CatalogueRun.objects.create(source="/srv/api", listed=4)
     Item = CatalogueItem.State
     split_documents = {"run": run, "state": Item.BUILDING}  # as `split_document` leaves them
@@ -280,64 +281,80 @@ def test_waiting_parts_of_a_huge_document_take_turns_with_the_documents_after_it
     def queue_item(item):
         return Job.objects.create(kind=ITEM_JOB, queue="sandbox", arguments={"item": item.pk})
 
-    first = ledger.top_up(run.pk, queue_item, limit=4)
-    keys = list(CatalogueItem.objects.filter(pk__in=first).values_list("key", flat=True))
-    assert sorted(keys) == [
-        "a.example/graph.json#a",
-        "b.example/big.json#x",
-        "c.example/one.json",
-        "d.example/two.json",
-    ]
-    Job.objects.filter(pk__in=CatalogueItem.objects.filter(pk__in=first).values("job")).update(
-        state=Job.State.SUCCEEDED
-    )
-    CatalogueItem.objects.filter(pk__in=first).update(state=Item.PUBLISHED)
-    second = ledger.top_up(run.pk, queue_item, limit=3)
-    keys = sorted(CatalogueItem.objects.filter(pk__in=second).values_list("key", flat=True))
-    assert keys == ["a.example/graph.json#b", "a.example/graph.json#c", "b.example/big.json#y"]
+    def keys(pks):
+        return [CatalogueItem.objects.get(pk=pk).key.split("/")[-1] for pk in pks]
+
+    building = ledger.top_up(run.pk, queue_item, limit=2)
+    order = keys(building)
+    while building:  # the oldest build ends, one place frees
+        done = building.pop(0)
+        item = CatalogueItem.objects.get(pk=done)
+        Job.objects.filter(pk=item.job_id).update(state=Job.State.SUCCEEDED)
+        CatalogueItem.objects.filter(pk=done).update(state=Item.PUBLISHED)
+        given = ledger.top_up(run.pk, queue_item, limit=2)
+        building += given
+        order += keys(given)
+    assert order == [
+        "graph.json#a", "big.json#x", "one.json", "two.json", "graph.json#b", "big.json#y",
+        "graph.json#c", "graph.json#d", "graph.json#e", "graph.json#f",
+    ]  # fmt: skip
 
 
 @pytest.mark.django_db
 def test_a_run_says_which_published_environments_ended_below_the_task_goal_and_why(client, viewer):
     """Every published environment is to get its goal tasks: the run counts those whose
     synthesis ended with fewer, by the reason its account gives, on the console and in the
-    summary the CLI and the API print. One still waiting for its synthesis is not short."""
+    summary the CLI and the API print: each by its newest goal-tier synthesis, and not while
+    that one is still to run."""
     run = CatalogueRun.objects.create(source="/srv/api", listed=1, tasks_per_environment=5)
     no_start = (
         "walk could not start: no read tool can be called with values from the data: "
         "'Inputs_Get' found nothing"
     )
-    cases = [  # (tasks kept, synthesis job state, its result, its error)
-        (5, Job.State.SUCCEEDED, {"discarded": {"walk shorter than planned": 3}}, ""),
-        (0, Job.State.SUCCEEDED, {"discarded": {no_start: 300, "walk shorter than planned": 2}}, ""),
-        (2, Job.State.SUCCEEDED,
-         {"discarded": {"walk shorter than planned": 10},
-          "audit": {"discarded": {"surrogate_id_naming": 40}}}, ""),
-        (1, Job.State.FAILED, {}, "the sandbox died"),
-        (0, Job.State.QUEUED, {}, ""),
+    goal = {"tier": "goal"}
+    cases = [  # (tasks kept, [(synthesis job state, its result, its error, its arguments)])
+        (5, [(Job.State.SUCCEEDED, {"discarded": {"walk shorter than planned": 3}}, "", goal)]),
+        (0, [(Job.State.SUCCEEDED, {"discarded": {no_start: 300, "walk shorter than planned": 2}},
+              "", goal)]),
+        (2, [(Job.State.SUCCEEDED, {"discarded": {"walk shorter than planned": 10},
+                                    "audit": {"discarded": {"surrogate_id_naming": 40}}}, "", goal),
+             (Job.State.SUCCEEDED, {}, "", {"tier": "explicit"})]),  # another tier: not the goal's
+        (1, [(Job.State.FAILED, {}, "the sandbox died", goal)]),
+        (0, [(Job.State.QUEUED, {}, "", goal)]),
+        (0, [(Job.State.FAILED, {}, "lost", goal), (Job.State.QUEUED, {}, "", goal)]),  # retried
+        (3, [(Job.State.FAILED, {}, "lost", goal),
+             (Job.State.SUCCEEDED, {"discarded": {"walk shorter than planned": 9}}, "", goal)]),
     ]  # fmt: skip
     environments = []
-    for index, (tasks, state, result, error) in enumerate(cases):
+    for index, (tasks, jobs) in enumerate(cases):
         environment = Environment.objects.create(
             name=f"api_{index}", version=1, title=f"API {index}", task_count=tasks,
             status=Environment.Status.VERIFIED, tool_count=4,
         )  # fmt: skip
-        Job.objects.create(kind="tasks.synthesize", queue="sandbox", state=state, result=result,
-                           error=error, target=f"environment:{environment.pk}")  # fmt: skip
+        for state, result, error, arguments in jobs:
+            Job.objects.create(kind="tasks.synthesize", queue="sandbox", state=state,
+                               result=result, error=error, arguments=arguments,
+                               target=f"environment:{environment.pk}")  # fmt: skip
         environments.append(environment.pk)
     CatalogueItem.objects.create(run=run, key="a.example/api.json", sha256="a",
                                  state=CatalogueItem.State.PUBLISHED, environments=environments)  # fmt: skip
     summary = ledger.run_summary(run)
-    assert summary.tasks_goal == 5 and summary.short_of_tasks == 3
+    assert summary.tasks_goal == 5 and summary.short_of_tasks == 4
     reasons = dict(summary.short_reasons)
     assert reasons == {
         "walk could not start: no read tool can be called with values from the data: … found "
         "nothing": 1,
         "the audit's surrogate_id_naming check discarded them": 1,
         "the task synthesis failed: the sandbox died": 1,
+        "walk shorter than planned": 1,  # its retry ended: counted once, by the retry
     }
     assert summary.as_dict()["short_reasons"][0]["count"] == 1
     client.force_login(viewer)
     page = client.get(reverse("catalogue-run", args=[run.pk])).content.decode()
-    assert 'data-count="short_of_tasks">3<' in page
+    assert 'data-count="short_of_tasks">4<' in page
     assert "the audit&#x27;s surrogate_id_naming check discarded them" in page
+    out = StringIO()
+    BuildCatalogue(stdout=out).report(summary)
+    printed = out.getvalue()
+    assert "4 published environments ended with fewer than 5 goal tasks:" in printed
+    assert "    1  the task synthesis failed: the sandbox died" in printed

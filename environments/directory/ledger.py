@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models import Count
 from django.utils import timezone
 
 from aw_site.jobs import lost_with_its_process
@@ -192,19 +191,12 @@ def live_jobs(run: CatalogueRun) -> int:
     return sum(not lost_with_its_process(job) for job in jobs)
 
 
-# Waiting items take turns: every document and the first waiting part of each split one, then
-# each one's second part, and so on, so a document of 1,265 parts never holds back the rest.
-TURN_AMONG_SIBLINGS = Window(
-    RowNumber(), partition_by=[Coalesce("document", "pk")], order_by=[F("key").asc()]
-)
-
-
 def top_up(
     run_id: int, queue_item: Callable[[CatalogueItem], Job], limit: int | None = None
 ) -> list[int]:
     """Give waiting items of the run build jobs until `limit` are live again (called as each
-    build ends, and when one gives up); the run row is locked so two endings queue no more
-    than the window between them. Returns the items given a job."""
+    build ends, and when one gives up), by `turns`; the run row is locked so two endings queue
+    no more than the window between them. Returns the items given a job."""
     limit = window() if limit is None else limit
     given: list[int] = []
     with transaction.atomic():
@@ -214,17 +206,44 @@ def top_up(
         free = limit - live_jobs(run)
         if free <= 0:
             return given
-        waiting = (
+        waiting = list(
             run.items.filter(state=Item.QUEUED)
             .exclude(job__state__in=LIVE_JOB_STATES)
-            .annotate(turn=TURN_AMONG_SIBLINGS)
-            .order_by("turn", "key")[:free]
+            .values_list("pk", "key", "document_id")
         )
-        for item in waiting:
+        chosen = turns(waiting, part_counts(run))[:free]
+        for item in CatalogueItem.objects.filter(pk__in=chosen).order_by("key"):
             item.job = queue_item(item)
             item.save(update_fields=["job"])
             given.append(item.pk)
     return given
+
+
+def part_counts(run: CatalogueRun) -> dict[int, int]:
+    """Each split document's parts in the run (current rows), by the document's item."""
+    rows = (
+        run.items.filter(superseded=False, document__isnull=False)
+        .values("document")
+        .annotate(n=Count("pk"))
+    )
+    return {row["document"]: row["n"] for row in rows}
+
+
+def turns(waiting: list[tuple[int, str, int | None]], parts: dict[int, int]) -> list[int]:
+    """The waiting items (pk, key, document) in the order they get places: a document takes
+    turn 1; a part of a split document the turn after its siblings already given a place, so
+    a document of 1,265 parts takes one place at a time among the documents listed after it,
+    never all of them in a row."""
+    left = Counter(document for _, _, document in waiting if document is not None)
+    seen: Counter = Counter()
+    ordered = []
+    for pk, key, document in sorted(waiting, key=lambda row: row[1]):
+        turn = 1
+        if document is not None:
+            seen[document] += 1
+            turn = parts.get(document, left[document]) - left[document] + seen[document]
+        ordered.append((turn, key, pk))
+    return [pk for _, _, pk in sorted(ordered)]
 
 
 def claim(item_id: int, job: Job) -> CatalogueItem | None:
@@ -433,7 +452,7 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
         pk__in=environment_ids, status__in=(Environment.Status.VERIFIED, Environment.Status.RETIRED)
     )
     seconds = [i["seconds"] for i in documents if i["seconds"] is not None]
-    short = short_of_tasks(published, run.tasks_per_environment)
+    short = shortfalls(published, run.tasks_per_environment)
     return RunSummary(
         run=run.pk,
         listed=run.listed,
@@ -463,23 +482,29 @@ def run_summary(run: CatalogueRun, top: int = 10) -> RunSummary:
 TASKS_JOB = "tasks.synthesize"  # what the tasks app queues for a published environment
 
 
-def short_of_tasks(published, goal: int) -> Counter:
+def shortfalls(published, goal: int) -> Counter:
     """Published environments whose goal-task synthesis has ended with fewer than `goal` tasks,
-    counted by why: the failed job's error, else the discard its account counts most (a walk
-    that cannot start, an audit check). Environments still waiting for theirs are not counted."""
+    counted by why: the newest goal-tier synthesis job of each (a retried or re-asked one
+    counts once, by its last outcome) says it, a failed one by its error, else by the discard
+    its account counts most (a walk that cannot start, an audit check). Environments whose
+    newest synthesis is still to run are not counted."""
     if goal <= 0:
         return Counter()
-    below = dict(published.filter(task_count__lt=goal).values_list("pk", "task_count"))
+    below = set(published.filter(task_count__lt=goal).values_list("pk", flat=True))
     if not below:
         return Counter()
+    newest: dict[str, tuple[str, dict, str]] = {}
     jobs = Job.objects.filter(
         kind=TASKS_JOB,
         target__in=[f"environment:{pk}" for pk in below],
-        state__in=(Job.State.SUCCEEDED, Job.State.FAILED),
-    )
+        arguments__tier="goal",
+    ).order_by("pk")
+    for target, state, result, error in jobs.values_list("target", "state", "result", "error"):
+        newest[target] = (state, result or {}, error)
     reasons: Counter = Counter()
-    for state, result, error in jobs.values_list("state", "result", "error"):
-        reasons[reason_kind(shortfall_reason(state, result or {}, error))] += 1
+    for state, result, error in newest.values():
+        if state in (Job.State.SUCCEEDED, Job.State.FAILED):
+            reasons[reason_kind(shortfall_reason(state, result, error))] += 1
     return reasons
 
 

@@ -26,7 +26,7 @@ from django.db.models import Q
 
 from aw_site.models import Job
 from environments.directory.launch import ITEM_JOB, RUN_JOB, start_run
-from environments.directory.ledger import RunSummary
+from environments.directory.ledger import TASKS_JOB, RunSummary
 from environments.directory.listing import (
     DirectoryError,
     Selection,
@@ -158,7 +158,7 @@ class Command(BaseCommand):
         ids = [pk for item in run.items.values_list("environments", flat=True) for pk in item]
         targets = [f"environment:{pk}" for pk in ids]
         live = (Job.State.QUEUED, Job.State.RUNNING, Job.State.RETRYING)
-        syntheses = Q(kind="tasks.synthesize", target__in=targets)
+        syntheses = Q(kind=TASKS_JOB, target__in=targets)
         return Job.objects.filter(syntheses | Q(pk__in=self.adopted), state__in=live).count()
 
     def report(self, summary: RunSummary) -> None:
@@ -183,8 +183,8 @@ class Command(BaseCommand):
             )
             for reason, count in summary.short_reasons:
                 self.stdout.write(f"{count:5d}  {reason}")
-            if summary.top_reasons:
-                self.stdout.write("documents rejected, by reason:")
+        if summary.top_reasons:
+            self.stdout.write("documents rejected, by reason:")
         for reason, count in summary.top_reasons:
             self.stdout.write(f"{count:5d}  {reason}")
         if summary.part_top_reasons:
