@@ -220,7 +220,8 @@ def test_the_api_version_a_document_requires_is_no_parameter_and_the_tools_pass(
 
 def test_a_vendor_version_header_is_no_parameter_on_any_one_operation():
     """`carbone-version`, `Notion-Version`: a header that picks the API's version, required on
-    a single operation as on all of them (Carbone's render tool could take no value before)."""
+    a single operation as on all of them (Carbone's render tool could take no value before);
+    one that names a row's version (an artifact's, `If-Version`) stays a parameter."""
     document = copy.deepcopy(DOCUMENT)
     get = document["paths"]["/notebook/v1/notes/{note}"]["get"]
     get["parameters"] = [
@@ -232,9 +233,17 @@ def test_a_vendor_version_header_is_no_parameter_on_any_one_operation():
             "schema": {"type": "integer"},
         },
         {"name": "X-GitHub-Api-Version", "in": "header", "schema": {"type": "string"}},
+        {
+            "name": "X-Registry-Version",
+            "in": "header",
+            "schema": {"type": "string"},
+            "description": "The version number of the artifact content.",
+        },
+        {"name": "If-Version", "in": "header", "schema": {"type": "integer"}},
     ]
     tools = {t["name"]: t for t in parse_theme_document(document, "notebook.json")["tools"]}
-    assert list(tools["notebook.notes.get"]["parameters"]["properties"]) == ["note"]
+    properties = list(tools["notebook.notes.get"]["parameters"]["properties"])
+    assert properties == ["note", "X-Registry-Version", "If-Version"]  # a row's versions
     notes = " ".join(tools["notebook.notes.get"]["notes"])
     assert "header parameter 'carbone-version' is left out: it names the version" in notes
     assert "header parameter 'X-GitHub-Api-Version' is left out" in notes

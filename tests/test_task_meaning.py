@@ -390,13 +390,16 @@ def test_leaked_internal_name_flags_identifiers_tools_and_order_by(facts):
 
 def test_a_tool_named_by_a_plain_word_is_no_leak_where_the_text_says_the_word(facts):
     """Zoom's operation `account` reads an account: "the accounts whose account name is ..."
-    says the word, not the tool (103 of its tasks were discarded for it)."""
-    account = _node("account", "read", "get", "employees", [_key("employee_id", "employees")],
-                    EMPLOYEE)  # fmt: skip
-    with_word_tool = MeaningFacts(TABLES, {**NODES, "account": account}, natural=facts.natural)
-    text = 'List the emails of the accounts whose account name is "Apple account 4".'
-    assert leaked_internal_name(task(text, []), with_word_tool) is None
-    assert "get_item" in leaked_internal_name(task("Call get_item.", []), with_word_tool)
+    says the word, not the tool (103 of its tasks were discarded for it). A tool named after
+    its table reads as the word; a run-together name (`listemployees`) is still a leak."""
+    get = [_key("employee_id", "employees")]
+    tools = {name: _node(name, "read", "get", "employees", get, EMPLOYEE)
+             for name in ("employee", "listemployees")}  # fmt: skip
+    with_word_tools = MeaningFacts(TABLES, {**NODES, **tools}, natural=facts.natural)
+    text = 'List the emails of the employee whose first name is "Ada".'
+    assert leaked_internal_name(task(text, []), with_word_tools) is None
+    leak = leaked_internal_name(task("Call listemployees for them.", []), with_word_tools)
+    assert leak is not None and "listemployees" in leak
 
 
 def test_answer_shape_mismatch_flags_ids_asked_and_rows_expected(facts):

@@ -266,3 +266,13 @@ def test_a_pattern_wrapped_in_dot_stars_still_fits_its_length(tmp_path):
     for seed in range(20):
         made = matching_value(identifier["pattern"], random.Random(seed), 36, 36)
         assert made is not None and len(made) == 36
+
+
+def test_a_pattern_value_reaches_its_min_length_or_keeps_the_pattern():
+    """`^[a-z]+$` of minLength 20: a walk long enough, not NULL; bounds no walk meets still
+    give a value of the pattern (a required column is never left empty for them)."""
+    long_enough = matching_value("^[a-z]+$", random.Random(1), 20, 40)
+    assert long_enough is not None and 20 <= len(long_enough) <= 40
+    assert re.fullmatch("[a-z]+", long_enough)
+    impossible = matching_value("^[A-Z]{3}$", random.Random(1), 5, 9)
+    assert impossible is not None and re.fullmatch("[A-Z]{3}", impossible)

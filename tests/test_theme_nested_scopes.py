@@ -7,17 +7,19 @@ row, and 385 published directory environments got no goal task."""
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from environments.builder.theme_model import EntitySpec, FieldSpec, mirrored_columns
 from environments.models import Environment
 from tasks.service import SynthesisAccount, synthesize_tasks
 from tasks.synthesis.answers import other_answers
 from tasks.synthesis.arguments import sample_arguments, write_arguments
 from tasks.synthesis.environment_view import EnvironmentView
-from tasks.synthesis.graph_tasks import asks_back
+from tasks.synthesis.graph_tasks import another_answer, asks_back
 from tasks.synthesis.tool_graph import ParamInfo, ToolNode, build_nodes
 from tests.support.theme_builds import verified
 
@@ -180,36 +182,47 @@ def test_an_environment_of_nested_scopes_gets_five_audited_goal_tasks(stream_job
     assert len(created) >= 5, account.to_dict()
     for task in created:
         assert task.audit["passed"], task.audit
-        assert '"Iris transformation' not in task.instruction
+        named = re.search(
+            r'(resource group|job) name is "\w+ transformation \d+"', task.instruction
+        )
+        assert named is None, task.instruction  # a group or a job is not named as a transformation
 
 
-def test_a_row_found_by_its_name_is_asked_another_field():
-    """Found by its name, the row is asked what the text does not already give."""
-    result = {"id": "jade-1", "name": "edbfem1", "type": "primary", "jobName": "Jade job 1"}
-    steps = [
-        {
-            "tool": "Get",
-            "arguments": {"transformationName": "edbfem1", "jobName": "Jade job 1"},
-            "inputs": {},
-            "result": result,
-        }
-    ]
+def test_a_row_found_by_its_name_is_asked_what_the_text_does_not_give():
+    """Found by its name, the row is asked another field, never one the text already gives:
+    by its column (`name`), by its value (the mirror column `transformationName`), or by a
+    status filter's value."""
+    result = {"id": "jade-1", "name": "edbfem1", "transformationName": "edbfem1",
+              "jobName": "Jade job 1", "status": "active", "type": "primary"}  # fmt: skip
 
-    def param(name: str, column: str) -> ParamInfo:
-        return ParamInfo(name, "string", True, "key", column=("transformations", column))
+    def param(name: str, column: str, role: str = "key") -> ParamInfo:
+        return ParamInfo(name, "string", True, role, column=("transformations", column))
 
     params = {"transformationName": param("transformationName", "name"),
-              "jobName": param("jobName", "jobName")}  # fmt: skip
-    get = ToolNode("Get", "read", "get", "transformation", None, "Gets one.", params)
-    nodes = {"Get": get}
+              "jobName": param("jobName", "jobName", "value"),
+              "status": param("status", "status", "enum")}  # fmt: skip
+    nodes = {"Get": ToolNode("Get", "read", "get", "transformation", None, "Gets one.", params)}
+    arguments = {"transformationName": "edbfem1", "jobName": "Jade job 1", "status": "active"}
+    steps = [{"tool": "Get", "arguments": arguments, "inputs": {}, "result": result}]
     assert asks_back(steps, nodes, {"shape": "value", "field": "name"}, "edbfem1")
-    kept = [
-        spec for spec, value in other_answers(result) if not asks_back(steps, nodes, spec, value)
-    ]
-    assert kept and kept[0] == {"shape": "value", "field": "type"}
+    assert asks_back(steps, nodes, {"shape": "value", "field": "status"}, "active")
+    assert another_answer(steps, nodes) == ({"shape": "value", "field": "type"}, "primary")
     listed = {"value": [dict(result), {**result, "id": "quartz-2", "name": "zmrgwq"}]}
     assert asks_back(steps, nodes, {"shape": "list", "field": "jobName"}, ["Jade job 1"] * 2)
     assert ({"shape": "list", "field": "name"}, ["edbfem1", "zmrgwq"]) in other_answers(listed)
+    everything_given = [{**steps[0], "result": {"name": "edbfem1", "jobName": "Jade job 1"}}]
+    assert another_answer(everything_given, nodes) == (None, None)
+
+
+def test_a_list_filter_asked_back_is_caught():
+    """`_only`: the values a list filter took, asked back, are no answer."""
+    params = {"ids": ParamInfo("ids", "array", True, "value", column=("genres", "name"))}
+    nodes = {"Find": ToolNode("Find", "read", "search", "genre", None, "Finds.", params)}
+    steps = [{"tool": "Find", "arguments": {"ids": ["jazz", "soul"]}, "inputs": {}}]
+    spec = {"shape": "list", "field": "name"}
+    assert asks_back(steps, nodes, spec, ["jazz", "soul"])
+    assert asks_back(steps, nodes, spec, ["soul"])
+    assert not asks_back(steps, nodes, spec, ["jazz", "funk"])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -225,3 +238,16 @@ def test_a_delete_names_the_scopes_of_the_row_it_removes(stream_jobs):
         row = rows[arguments["transformationName"]]
         for scope in ("subscriptionId", "resourceGroupName", "jobName"):
             assert arguments[scope] == row[scope], (arguments, row)
+
+
+def test_only_a_key_spelled_twice_is_one_value():
+    """`transformationName` (the key) and `name` name one row; a user's `user_name` and `name`
+    (keyed by `id`) are two names and keep their own values."""
+    transformation = EntitySpec("transformation", key="transformationName")
+    user = EntitySpec("user", key="id")
+    for entity, names in ((transformation, ("transformationName", "name", "type")),
+                          (user, ("id", "user_name", "name", "user_type", "type"))):  # fmt: skip
+        for name in names:
+            entity.add(FieldSpec(name))
+    assert mirrored_columns(transformation) == {"transformationName": "name"}
+    assert mirrored_columns(user) == {}

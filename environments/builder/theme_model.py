@@ -80,13 +80,17 @@ def named_key_column(param: str, entity: EntitySpec) -> str | None:
 
 
 def mirrored_columns(entity: EntitySpec) -> dict[str, str]:
-    """Columns that name one thing twice: a field spelled like the parameter that names a row
-    (`transformationName`) beside the column the tools find that row by (`name`) -> {field:
-    column}. Their values must agree, else a row the data holds is never found by its name."""
+    """Columns that name one row twice: the key spelled like the parameter that names a row
+    (`transformationName`) beside the column the tools find that row by (`name`), or the
+    other way round -> {field: column}. Their values must agree, else a row the data holds
+    is never found by its name. Only where one of the two is the key: a user's `user_name`
+    beside its `name` are two names."""
     mirrored: dict[str, str] = {}
     for name, spec in entity.fields.items():
         column = named_key_column(name, entity)
         if column is None or column == name or column not in entity.fields:
+            continue
+        if entity.key not in (name, column):
             continue
         other = entity.fields[column]
         if spec.hidden or other.hidden or spec.type != other.type or spec.ref or other.ref:

@@ -46,26 +46,32 @@ def matching_value(
     """A string `re.search(pattern, value)` accepts, as long as the document's `minLength` and
     `maxLength` allow, or None when none can be made. After five free walks, unbounded repeats
     take as few turns as they may: AWS wraps a 36-character UUID in `.*` on both sides."""
+    matched: str | None = None
     try:
         parsed = sre_parse.parse(pattern)
-        for attempt in range(10):
-            value = _walk(list(parsed), rng, lean=attempt >= 5)
-            if (
-                re.search(pattern, value)
-                and (min_length is None or len(value) >= min_length)
-                and (max_length is None or len(value) <= max_length)
+        for attempt in range(15):
+            # five free walks, five lean ones, five whose unbounded repeats reach min_length
+            reach = min(min_length, 256) if min_length and attempt >= 10 else None
+            value = _walk(list(parsed), rng, lean=5 <= attempt < 10, reach=reach)
+            if not re.search(pattern, value):
+                continue
+            matched = matched or value
+            if (min_length is None or len(value) >= min_length) and (
+                max_length is None or len(value) <= max_length
             ):
                 return value
     except (_Unwalkable, re.error, RecursionError, ValueError, TypeError):
-        return None
-    return None
+        return matched
+    return matched  # the pattern's, though the bounds could not be met: better than none
 
 
-def _walk(items: list, rng: random.Random, lean: bool = False) -> str:
-    return "".join(_one(op, arg, rng, lean) for op, arg in items)
+def _walk(items: list, rng: random.Random, lean: bool = False, reach: int | None = None) -> str:
+    return "".join(_one(op, arg, rng, lean, reach) for op, arg in items)
 
 
-def _one(op: Any, arg: Any, rng: random.Random, lean: bool = False) -> str:
+def _one(
+    op: Any, arg: Any, rng: random.Random, lean: bool = False, reach: int | None = None
+) -> str:
     if op == sre_constants.LITERAL:
         return chr(arg)
     if op == sre_constants.NOT_LITERAL:
@@ -78,15 +84,17 @@ def _one(op: Any, arg: Any, rng: random.Random, lean: bool = False) -> str:
         return _in(arg, rng)
     if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
         low, high, body = arg
+        if reach and high == sre_constants.MAXREPEAT:
+            low = high = max(low, reach)  # a long value: `^[a-z]+$` of minLength 20
         if lean and high == sre_constants.MAXREPEAT:
             high = low
         high = low + _MAX_REPEAT if high == sre_constants.MAXREPEAT else high
         count = rng.randint(low, max(low, min(high, low + _MAX_REPEAT)))
-        return "".join(_walk(list(body), rng, lean) for _ in range(count))
+        return "".join(_walk(list(body), rng, lean, reach) for _ in range(count))
     if op == sre_constants.SUBPATTERN:
-        return _walk(list(arg[-1]), rng, lean)
+        return _walk(list(arg[-1]), rng, lean, reach)
     if op == sre_constants.BRANCH:
-        return _walk(list(rng.choice(arg[1])), rng, lean)
+        return _walk(list(rng.choice(arg[1])), rng, lean, reach)
     raise _Unwalkable(str(op))
 
 

@@ -142,8 +142,8 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             "credential",
         )
     names_version = plain in VERSION_PARAMETERS or (
-        where == "header" and (lowered.endswith("-version") or plain.endswith("apiversion"))
-    )  # `carbone-version`, `Notion-Version`, `X-GitHub-Api-Version`
+        where == "header" and version_header(lowered, description)
+    )
     if where in ("query", "header") and names_version:
         return (
             f"{where} parameter {name!r} is left out: it names the version of the API that "
@@ -173,6 +173,21 @@ def left_out(name: str, where: str, param: dict, document: DocumentParameters) -
             return f"query parameter {name!r} is left out: {why}", "credential"
         return transport_note([name]), "transport"
     return "", ""
+
+
+# what a `...-version` header names when it is no version of the API: a row's own version
+VERSIONED_THINGS = ("artifact", "resource", "project", "record", "entity", "etag", "object")
+
+
+def version_header(lowered: str, description: str) -> bool:
+    """A header that picks the version of the API that answers (`trakt-api-version`,
+    `Notion-Version`, `carbone-version`, `accept-version`), not one that names a version of
+    a row (`x-registry-version` of an artifact, `If-Version`)."""
+    if lowered.startswith("if-") or not lowered.endswith("version") or "-" not in lowered:
+        return False
+    if lowered.endswith("api-version") or lowered.replace("-", "").endswith("apiversion"):
+        return True
+    return not any(word in lowered or word in description for word in VERSIONED_THINGS)
 
 
 def transport_note(names: list[str]) -> str:

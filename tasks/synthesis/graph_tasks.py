@@ -963,12 +963,7 @@ class GraphTaskSynthesizer:
         last = nodes[steps[-1]["tool"]]
         answer_spec, reference = project_answer(last.action, last.kind, steps[-1]["result"])
         if asks_back(steps, nodes, answer_spec, reference):
-            others = (
-                (spec, value)
-                for spec, value in other_answers(steps[-1]["result"])
-                if not asks_back(steps, nodes, spec, value)
-            )
-            answer_spec, reference = next(others, (None, None))
+            answer_spec, reference = another_answer(steps, nodes)
             if answer_spec is None:
                 self.stats.asked_back += 1
                 return None
@@ -1042,7 +1037,7 @@ def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool
     for name, value in last["arguments"].items():
         p = nodes[last["tool"]].params.get(name)
         column = p.column[1] if p is not None and p.column else name
-        given = name not in last.get("inputs", {}) and (p is None or p.role in ("key", "value"))
+        given = name not in last.get("inputs", {}) and (p is None or p.role in GIVEN_ROLES)
         if given and column == field_name and _only(reference, value):
             return True
     entity = nodes[steps[-1]["tool"]].entity
@@ -1060,11 +1055,41 @@ def asks_back(steps, nodes: dict[str, ToolNode], answer_spec, reference) -> bool
     return False
 
 
-def _only(reference: Any, value: Any) -> bool:
-    """The answer is `value` and nothing else: the value itself, or a list of only it."""
+GIVEN_ROLES = ("key", "value", "enum")  # parameters whose value the text states
+
+
+def another_answer(steps, nodes: dict[str, ToolNode]) -> tuple[dict[str, Any] | None, Any]:
+    """The first of the last step's other fields (`other_answers`) whose value the text does
+    not already give, by its column or by its value (a row found by `transformationName`
+    is not asked its `transformationName`, nor its `name` of the same value); (None, None)
+    when every field is given."""
+    stated = given_values(steps[-1], nodes)
+    for spec, value in other_answers(steps[-1]["result"]):
+        if not asks_back(steps, nodes, spec, value) and not _only(value, stated):
+            return spec, value
+    return None, None
+
+
+def given_values(step, nodes: dict[str, ToolNode]) -> list[Any]:
+    """The values the text states for a step: its arguments not fed by an earlier step."""
+    params = nodes[step["tool"]].params
+    return [
+        value
+        for name, value in step["arguments"].items()
+        if name not in step.get("inputs", {})
+        and (name not in params or params[name].role in GIVEN_ROLES)
+    ]
+
+
+def _only(reference: Any, given: Any) -> bool:
+    """The answer holds only what is given: the value itself, a list of only it, or (`given`
+    a list: the values a filter took, or several stated values) a list drawn from them."""
+    if reference == given or (isinstance(reference, list) and reference == [given]):
+        return True
     if isinstance(reference, list):
-        return bool(reference) and all(item == value for item in reference)
-    return reference == value
+        pool = given if isinstance(given, list) else [given]
+        return bool(reference) and all(item in pool for item in reference)
+    return isinstance(given, list) and reference in given
 
 
 def synthesize_graph_tasks(

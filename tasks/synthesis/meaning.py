@@ -491,10 +491,16 @@ def leaked_internal_name(task: TaskSpec, facts: MeaningFacts) -> str | None:
     (``user_order``, ``CustomerId``), "order by" as a field, the "value"/"key" of a key-value
     table."""
     text = _unquoted(request_text(task))
+    plain_words = {
+        word
+        for table, info in facts.tables.items()
+        for word in (table, singular(table), *info.columns)
+        if PLAIN_WORD.fullmatch(word)
+    }
     tools = sorted(set(facts.nodes) | set(task.tools) - set(SUBMIT_TOOLS), key=len, reverse=True)
     for name in tools:
-        if name in SUBMIT_TOOLS or PLAIN_WORD.fullmatch(name):
-            continue  # a tool named `account` or `search` reads as the word it is
+        if name in SUBMIT_TOOLS or name in plain_words:
+            continue  # a tool named `account` after its table reads as the word it is
         if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text):
             return f"the text names the tool {name}"
     identifiers = {t for t in facts.tables} | {c for i in facts.tables.values() for c in i.columns}
