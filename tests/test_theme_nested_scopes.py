@@ -251,3 +251,48 @@ def test_only_a_key_spelled_twice_is_one_value():
             entity.add(FieldSpec(name))
     assert mirrored_columns(transformation) == {"transformationName": "name"}
     assert mirrored_columns(user) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_sends_a_required_enum_and_lists_as_lists(settings, tmp_path):
+    """A document of POSTs only (India's API Setu certificates): a required `format` the
+    document fixes to one value (no column holds it) blocked every write, so no task could
+    start; a list a row holds was sent as
+    its JSON text with " II" appended."""
+    settings.STORAGE_ROOT = tmp_path / "storage"
+    settings.AW_JOBS_MODE = "thread"
+    certificate = {
+        "type": "object",
+        "required": ["txnId", "format"],
+        "properties": {
+            "txnId": {"type": "string"},
+            "format": {"type": "string", "enum": ["pdf"]},  # what the document fixes
+            "holder": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["red", "blue"]}},
+        },
+    }
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Certificate Desk", "version": "3.0.0"},
+        "paths": {
+            "/certificates": {
+                "post": {
+                    "operationId": "pullCertificate",
+                    "summary": "Create a certificate",
+                    "requestBody": {"required": True, "content": {"application/json": {
+                        "schema": certificate}}},
+                    "responses": {"200": {"description": "OK", "content": {"application/json": {
+                        "schema": certificate}}}},
+                }
+            }
+        },
+    }  # fmt: skip
+    environment = verified(document, "certificates.json", name="certificates", min_tools=1)
+    view = EnvironmentView(environment.package_path)
+    node = build_nodes(view)["pullCertificate"]
+    for seed in range(8):
+        arguments = write_arguments(view, node, random.Random(seed))
+        assert arguments is not None and arguments["format"] == "pdf", arguments
+        if "tags" in arguments:
+            assert isinstance(arguments["tags"], list), arguments
+            assert set(arguments["tags"]) <= {"red", "blue"}, arguments

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 import re
 import string
@@ -313,7 +314,9 @@ def write_arguments(
     settable = [
         (n, p)
         for n, p in node.params.items()
-        if n not in arguments and p.column and p.role != "limit"
+        if n not in arguments
+        and p.role != "limit"
+        and (p.column or (p.required and p.role == "enum" and p.enum))  # a required `format`
     ]
     if node.action == "update":
         optional = [(n, p) for n, p in settable if not p.required and n not in fixed]
@@ -356,6 +359,8 @@ REDRAWS = 4
 def _write_value(view: EnvironmentView, node, p, entity: str, key: str | None, rng) -> Any:
     if p.role == "enum" and p.enum:
         return rng.choice(p.enum)
+    if p.type in ("array", "object") and p.column:
+        return _structured_value(view, p, rng)
     if p.key and p.key != (entity, key):
         return coerce(view.sample_value(*p.key, rng), p.type)
     if p.key == (entity, key) and node.action == "create":
@@ -377,6 +382,23 @@ def _scope_params(view: EnvironmentView, node, entity: str) -> set[str]:
         and name in node.params
         and (node.params[name].column or ("",))[0] == entity
     }
+
+
+def _structured_value(view: EnvironmentView, p, rng) -> Any:
+    """A list or object for a write, as a row of the data holds one (a JSON column's text read
+    back): never its text with a word appended, which no schema of a list accepts. None when
+    no row holds one of that shape."""
+    wanted = list if p.type == "array" else dict
+    values = []
+    for value in view.column_values(*p.column):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                continue
+        if isinstance(value, wanted):
+            values.append(value)
+    return rng.choice(values) if values else None
 
 
 def _current_row(view: EnvironmentView, entity: str, key: str | None, arguments) -> dict:
