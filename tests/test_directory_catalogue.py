@@ -515,3 +515,5 @@ def test_rejections_are_grouped_without_the_environments_name_or_numbers():
         == "verify stage failed: N of N tools verified (threshold N); needs at least N"
     )
     assert reason_kind("ingest stage failed: 'a' is odd") == "ingest stage failed: … is odd"
+    apostrophe = "getX needs 'text', which no column's values fill; getY needs 'id'"
+    assert reason_kind(apostrophe) == "getX needs …, which no column's values fill; getY needs …"

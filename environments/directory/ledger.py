@@ -54,7 +54,7 @@ def reason_kind(reason: str) -> str:
     quoted names and numbers elided ("verify stage failed: N of N tools verified ...")."""
     first = (reason or "").strip().splitlines()[0] if (reason or "").strip() else ""
     first = _NAMED_BUILD.sub(r"\1", first)
-    first = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", first)
+    first = re.sub(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])|\"[^\"]*\"|`[^`]*`", "…", first)
     first = re.sub(r"\d+(\.\d+)?", "N", first)
     return first[:160]
 
