@@ -14,6 +14,7 @@ from environments.builder.theme_data import build_theme_database
 from environments.builder.theme_patterns import matching_value
 from environments.builder.theme_reading import read_theme
 from environments.discovery.themes import parse_theme_document
+from tests.test_theme_operation_groups import answer
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -237,7 +238,6 @@ def test_a_pattern_wrapped_in_dot_stars_still_fits_its_length(tmp_path):
         "required": ["id", "name"],
         "properties": {"id": identifier, "name": {"type": "string"}},
     }
-    answer = {"200": {"description": "OK", "content": {"application/json": {"schema": membership}}}}
     path_id = {"name": "membershipIdentifier", "in": "path", "required": True, "schema": identifier}
     document = {
         "openapi": "3.0.3",
@@ -247,12 +247,12 @@ def test_a_pattern_wrapped_in_dot_stars_still_fits_its_length(tmp_path):
                 "post": {
                     "operationId": "CreateMembership",
                     "requestBody": {"content": {"application/json": {"schema": membership}}},
-                    "responses": answer,
+                    "responses": answer(membership),
                 }
             },
             "/memberships/{membershipIdentifier}": {
                 "get": {"operationId": "GetMembership", "parameters": [path_id],
-                        "responses": answer},
+                        "responses": answer(membership)},
             },
         },
     }  # fmt: skip

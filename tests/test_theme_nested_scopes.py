@@ -22,6 +22,7 @@ from tasks.synthesis.environment_view import EnvironmentView
 from tasks.synthesis.graph_tasks import another_answer, asks_back
 from tasks.synthesis.tool_graph import ParamInfo, ToolNode, build_nodes
 from tests.support.theme_builds import verified
+from tests.test_theme_operation_groups import answer
 
 
 def stream_jobs_document() -> dict:
@@ -281,8 +282,7 @@ def test_a_write_sends_a_required_enum_and_lists_as_lists(settings, tmp_path):
                     "summary": "Create a certificate",
                     "requestBody": {"required": True, "content": {"application/json": {
                         "schema": certificate}}},
-                    "responses": {"200": {"description": "OK", "content": {"application/json": {
-                        "schema": certificate}}}},
+                    "responses": answer(certificate),
                 }
             }
         },

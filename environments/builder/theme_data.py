@@ -667,8 +667,8 @@ def _fresh_match(
     pattern: str, generator: Generator, entity: EntitySpec, index: int, taken: set
 ) -> str | None:
     """A key matching the document's pattern that no earlier row holds."""
+    spec = entity.fields[entity.key]
     for attempt in range(20):
-        spec = entity.fields[entity.key]
         rng = generator.rng(entity.name, "key", index, attempt)
         value = matching_value(pattern, rng, spec.min_length, spec.max_length)
         if value is not None and value not in taken:

@@ -98,11 +98,12 @@ def parse_openapi(doc: Any, source: str = "openapi") -> dict:
         item = _deref(raw or {}, doc)
         if not isinstance(item, dict):
             continue
-        item = _with_own_parameters(item, follow_ref(raw, doc), doc)
+        raw_item = follow_ref(raw, doc)
+        item = _with_own_parameters(item, raw_item, doc)
         for method in _HTTP_METHODS:
             op = item.get(method)
             if isinstance(op, dict):
-                raw_op = follow_ref(follow_ref(raw, doc).get(method), doc)
+                raw_op = follow_ref(raw_item.get(method), doc)
                 operations.append((str(path), method, _with_own_parameters(op, raw_op, doc), item))
     document = read_document_parameters(doc, [(m, op, item) for _, m, op, item in operations])
     tools = [_operation_tool(doc, path, m, op, item, document) for path, m, op, item in operations]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from environments.discovery.naming import is_serial_name
 from tasks.synthesis.tool_graph import DISPLAY_FIELDS, ROW_ACTIONS, is_row_list, records_of, row_of
 
 SCALARS = (str, int, float, bool)
@@ -78,8 +79,7 @@ def other_answers(result: Any) -> list[tuple[dict[str, Any], Any]]:
     fields = [
         name
         for name in records[0]
-        if name != "id"
-        and not name.endswith(("_id", "Id"))
+        if not is_serial_name(name)
         and all(isinstance(r.get(name), SCALARS) and r.get(name) != "" for r in records)
     ]
     fields.sort(key=lambda name: (not isinstance(records[0][name], str), name in SECONDARY))

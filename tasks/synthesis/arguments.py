@@ -402,7 +402,8 @@ def _structured_value(view: EnvironmentView, p, rng) -> Any:
 
 
 def _current_row(view: EnvironmentView, entity: str, key: str | None, arguments) -> dict:
-    """The row an update acts on, as the published state holds it ({} when not found)."""
+    """The row an update or delete acts on, as the published state holds it ({} when not
+    found)."""
     if not key or not arguments:
         return {}
     value = next(iter(arguments.values()))
