@@ -194,6 +194,54 @@ def test_a_result_breaking_the_response_schema_is_rejected(built, pool):
     assert "'pronunciation' is a required property" in check.detail
 
 
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("get_word", "LookupError('no word with id = 1')"),
+        ("delete_word", "LookupError('no word with id = 1')"),
+        ("delete_word", "PermissionError('word 1 is still referred to by 2 notes')"),
+        ("update_word", "LookupError('no such word')"),
+    ],
+)
+def test_a_tool_that_never_acts_does_not_pass_for_one_that_does(built, pool, name, error):
+    """Every call answered "not found" or "still referred to": nothing was observed, so
+    nothing passes (before, such a read passed every check and such a delete its effect)."""
+    model, db_path, tools = built
+    never = only(tools, name)
+    never.functions[name] = f"def {name}(db, **params):\n    raise {error}\n"
+    contract = run_contracts(never, model, db_path, "dict", pool)[name]
+    assert not contract.passed
+    effect = next(c for c in contract.checks if c.name == "effect")
+    assert not effect.passed
+    assert effect.detail.startswith("effect: the call with valid arguments was refused")
+    if name == "get_word":  # the only tool of these whose document gives an answer schema
+        response = next(c for c in contract.checks if c.name == "response schema")
+        assert not response.passed
+        assert response.detail.startswith("no answer to check against the document's schema")
+
+
+def test_an_answer_schema_with_a_pattern_re_cannot_read_still_checks_the_answer(built, pool):
+    """ECMA's `\\p{L}` and OpenAPI's `examples` map made the whole answer schema unreadable,
+    so any answer passed; now only those parts are left out and the rest still checks."""
+    model, db_path, tools = built
+    plan = next(p for p in model.plans if p.name == "get_word")
+    word = {**WORD["properties"]["word"], "pattern": "^[\\p{L}]+$"}
+    schema = {
+        **WORD,
+        "properties": {**WORD["properties"], "word": word},
+        "examples": {"first": {"value": {"id": 1}}},
+    }
+    plan.response_schema = schema
+    contract = run_contracts(only(tools, "get_word"), model, db_path, "dict", pool)["get_word"]
+    assert contract.passed, contract.summary
+    assert "response schema valid" in contract.summary
+    plan.response_schema = {**schema, "required": [*WORD["required"], "pronunciation"]}
+    contract = run_contracts(only(tools, "get_word"), model, db_path, "dict", pool)["get_word"]
+    check = next(c for c in contract.checks if c.name == "response schema")
+    assert not check.passed
+    assert "'pronunciation' is a required property" in check.detail
+
+
 def test_computations_are_rejected_at_plan_time_with_the_reason():
     extra = [GET_SUM, ECHO]
     model = read_theme(theme_of(dictionary_server(extra)))

@@ -12,7 +12,8 @@ own rows (a fresh episode per call, at most two calls per tool):
   `outputSchema`, the OpenAPI 2xx body) where the document has one (`jsonschema`);
 - effect: the rows before and after match the operation kind: create adds one row of its
   entity, delete removes the one named, update changes only the fields given on the row named,
-  reads change nothing.
+  reads change nothing. An effect that was not seen (every call refused, a delete of a row
+  still referred to) fails: a tool that never acts must not pass for one that does.
 
 `check_rows` checks the generated database against the document's enums, patterns, formats and
 references once per build. A tool whose contract fails is not verified, whatever its accuracy.
@@ -34,8 +35,9 @@ import jsonschema
 
 from environments.json_schemas import validate
 
-from .theme_model import EntitySpec, ThemeModel, ToolPlan
+from .theme_model import EntitySpec, ThemeModel, ToolPlan, all_of, plain_type
 from .theme_patterns import matching_value
+from .theme_schemas import readable_schema
 from .theme_values import json_schema, schema_value, valid
 
 READ_OPERATIONS = ("get", "get_by_fields", "get_many", "list", "dump")
@@ -45,7 +47,6 @@ REFUSAL = re.compile(
     r"non-negative)|values .* are not among|unexpected keyword argument|invalid_arguments",
     re.I,
 )
-NOT_FOUND = re.compile(r"\bno \w+ with\b|not found|no such|does not exist", re.I)
 ITEM_TYPES: dict[str, Any] = {
     "object": dict,
     "string": str,
@@ -229,6 +230,18 @@ class CallPlanner:
                 elif text is not None:
                     item[text] = f"{item[text]} (contract)"
             hint = [item]
+        elif role == "lookup" and column:
+            # `slug__empty=false` keeps the rows that have one; other lookups take its value
+            hint = False if binding[2] == "empty" else self.decoded(column, target.get(column))
+        elif role == "member" and column:
+            nested = self.decoded(column, target.get(column))
+            nested = nested if isinstance(nested, dict) else {}
+            hint = next((v for v in nested.values() if isinstance(v, str | int)), None)
+        elif role == "order":
+            shown = [n for n, f in self.entity.fields.items() if not f.hidden]
+            hint = self.entity.key if self.entity.key in shown else (shown or [None])[0]
+        elif role == "cursor":
+            hint = ""  # the first page: a real token comes only from an answer
         elif role == "glob":
             hint = "*"
         elif role == "limit":
@@ -238,7 +251,7 @@ class CallPlanner:
         if spec is not None and spec.type in ("date", "datetime") and not schema.get("format"):
             # a field the document says is a date in words: a placeholder would be refused
             schema = {**schema, "format": "date" if spec.type == "date" else "date-time"}
-        return schema_value(schema, self.rng, hint)
+        return schema_value(schema, self.rng, spelled(hint, schema))
 
     def list_item(self, binding: list, target: dict) -> dict:
         """{reference: the row named, values: [a value]} for append/remove of a list field."""
@@ -299,6 +312,22 @@ class CallPlanner:
         return (self.target or {}).get(self.entity.key)
 
 
+def spelled(hint: Any, schema: dict) -> Any:
+    """A row's number as the document spells it where the parameter is a string: an integer
+    key the document sends as text (`id` of a query, a list of ids) is "42", not 42."""
+    plain = plain_type(all_of(schema))
+    if (
+        plain.get("type") == "string"
+        and isinstance(hint, int | float)
+        and not isinstance(hint, bool)
+    ):
+        return str(hint)
+    if plain.get("type") == "array" and isinstance(hint, list):
+        items = plain.get("items") if isinstance(plain.get("items"), dict) else {}
+        return [spelled(h, items) for h in hint]
+    return hint
+
+
 # --- running and judging ------------------------------------------------------------------------
 
 
@@ -335,9 +364,16 @@ def response_check(
     answered = [r for _, r in outcomes if r.ok]
     if not answered:
         return ContractCheck(
-            "response schema", True, "response schema not checked (no call returned a result)"
+            "response schema",
+            False,
+            "no answer to check against the document's schema: no contract call returned a "
+            f"result ({_first_error(outcomes)})",
         )
-    schema = json_schema(plan.response_schema)
+    schema, unreadable = answer_schema(plan.response_schema)
+    if schema is None:
+        return ContractCheck(
+            "response schema", True, f"response schema unreadable, not checked ({unreadable})"
+        )
     for result in answered:
         try:
             validate(result.result, schema)
@@ -348,7 +384,7 @@ def response_check(
                 False,
                 f"response breaks the document's schema at {where}: {_broken(exc)}",
             )
-        except Exception as exc:  # noqa: BLE001 - the document's schema itself is unreadable
+        except Exception as exc:  # noqa: BLE001 - the validator itself failed on this answer
             return ContractCheck(
                 "response schema", True, f"response schema unreadable, not checked ({exc})"[:200]
             )
@@ -360,6 +396,38 @@ def response_check(
             "response schema", True, f"response schema valid (rows under {plan.envelope.where()})"
         )
     return ContractCheck("response schema", True, "response schema valid")
+
+
+def answer_schema(document_schema: dict) -> tuple[dict | None, str]:
+    """The document's answer schema as a validator reads it: patterns `re` cannot run
+    (`json_schema`) and keywords the meta-schema refuses (OpenAPI's `examples` map, a
+    `definitions` of things that are not schemas) are left out, so the rest still checks the
+    answer. (None, why) when nothing readable is left."""
+    notes: list[str] = []
+    schema = json_schema(document_schema)
+    problem = _unreadable(schema)
+    if not problem:
+        return schema, ""
+    repaired = readable_schema(schema, notes)
+    if repaired is not None and not _unreadable(repaired):
+        return repaired, ""
+    return None, problem
+
+
+def _unreadable(schema: Any) -> str:
+    """Why a validator cannot read the schema ("" when it can)."""
+    try:
+        validate(None, schema)
+    except jsonschema.ValidationError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - refused by the meta-schema, a `$ref` left unresolved
+        return f"{type(exc).__name__}: {exc}"[:160]
+    return ""
+
+
+def _first_error(outcomes: list[tuple[ContractCall, Any]]) -> str:
+    error = next((r.error for _, r in outcomes if not r.ok and r.error), "") or "no answer"
+    return f"first error: {error[:160]}"
 
 
 def envelope_problem(plan: ToolPlan, body: Any) -> str:
@@ -410,16 +478,14 @@ def effect_check(
     def fail(what: str) -> ContractCheck:
         return ContractCheck("effect", False, f"effect: {what} ({op} of one {noun} expected)")
 
+    if not result.ok:
+        # nothing was seen: a refusal, a row "still referred to" or "not found" proves no
+        # effect, and a tool that always answers so would otherwise pass without doing anything
+        return fail(f"the call with valid arguments was refused: {(result.error or '')[:160]}")
     if op in READ_OPERATIONS:
         if diff:
             return fail(f"a read changed {', '.join(sorted(diff))}")
         return ContractCheck("effect", True, f"effect: reads {noun} rows, changes nothing")
-    if not result.ok:
-        if re.search(r"still referred|still referenced", result.error or ""):
-            return ContractCheck("effect", True, f"effect: not observed ({result.error[:120]})")
-        if NOT_FOUND.search(result.error or "") and call.target is None:
-            return ContractCheck("effect", True, f"effect: not observed ({result.error[:120]})")
-        return fail(f"the call with valid arguments was refused: {(result.error or '')[:160]}")
     if op in ("create", "batch_create"):
         count = len(added)
         expected = 1 if op == "create" else max(1, _items_given(plan, call))

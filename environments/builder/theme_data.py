@@ -189,7 +189,9 @@ class Generator:
                 earlier = keys[:index]
                 chosen = earlier[index % len(earlier)] if earlier and index % 3 else None
                 return chosen, FROM_REFERENCE
-            return keys[(index * 7 + rng.randrange(3)) % len(keys)], FROM_REFERENCE
+            # the last row is never drawn: a row nothing refers to, which a delete can remove
+            drawn = keys[:-1] if len(keys) > 1 else keys
+            return drawn[(index * 7 + rng.randrange(3)) % len(drawn)], FROM_REFERENCE
         if spec.enum and spec.type != "array":
             return spec.enum[index % len(spec.enum)], FROM_ENUM
         examples = usable_examples(spec)

@@ -43,6 +43,18 @@ def python_pattern(pattern: str) -> str | None:
     return None
 
 
+def unusable_pattern(pattern: object) -> bool:
+    """Whether a validator must leave a document's pattern out: `re` cannot compile it (ECMA's
+    `\\p{L}`) or could take exponential time on a value."""
+    return isinstance(pattern, str) and _unusable_text(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _unusable_text(pattern: str) -> bool:
+    """Read once per pattern: `theme_values.json_schema` asks on every value it checks."""
+    return python_pattern(pattern) != pattern
+
+
 def unbounded_pattern(pattern: object) -> bool:
     """Whether a document's pattern is one `re` could take exponential time on (a pattern
     `re` cannot read is not: it is never run)."""

@@ -17,7 +17,7 @@ from environments.json_schemas import validate
 
 from .theme_model import all_of, plain_type
 from .theme_patterns import matching_value
-from .theme_schemas import unbounded_pattern
+from .theme_schemas import unusable_pattern
 
 FORMAT_VALUES = {
     "date": "2024-05-06",
@@ -34,7 +34,8 @@ FORMAT_VALUES = {
 
 
 def json_schema(schema: Any) -> Any:
-    """An OpenAPI 3.0 schema as JSON Schema (`nullable: true` -> a null type allowed)."""
+    """An OpenAPI 3.0 schema as JSON Schema (`nullable: true` -> a null type allowed; a pattern
+    `re` cannot compile or could run for ever on is left out, `x-` extensions too)."""
     if isinstance(schema, list):
         return [json_schema(s) for s in schema]
     if not isinstance(schema, dict):
@@ -42,7 +43,7 @@ def json_schema(schema: Any) -> Any:
     out = {
         k: json_schema(v)
         for k, v in schema.items()
-        if not str(k).startswith("x-") and not (k == "pattern" and unbounded_pattern(v))
+        if not str(k).startswith("x-") and not (k == "pattern" and unusable_pattern(v))
     }
     if out.pop("nullable", False) is True and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
