@@ -115,7 +115,7 @@ def test_a_raise_in_generated_code_names_the_tool_without_a_source_position(epis
     assert_no_position(result.error)
     assert_no_position(json.dumps(result.to_dict()))  # what the HTTP API and MCP send
     # the position stays for whoever debugs the generated code
-    assert result.error_origin.startswith("tools.py:") and "in _th_fetch" in result.error_origin
+    assert result.error_origin.startswith("tools.py:") and "in _th_by_key" in result.error_origin
 
 
 def test_a_domain_error_of_a_hand_written_tool_names_the_tool(episode):

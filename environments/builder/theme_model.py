@@ -130,17 +130,27 @@ class FieldSpec:
         return SQL_TYPES.get(self.type, "TEXT")
 
     def merge(self, other: FieldSpec) -> None:
-        """Fill what this field lacks from another description of the same field."""
+        """Fill what this field lacks from another description of the same field. Values'
+        constraints (enum, pattern, format, examples, bounds) come only from a description of
+        the same type: NetBox's `type` filter is a text of an enum, its rows' `type` an object
+        {value, label}, and the object is no member of the text's enum."""
         if self.type == "string" and other.type != "string":
             self.type = other.type
-        for attr in ("format", "pattern", "ref", "object_ref", "items", "description", "schema"):
+            self.enum, self.examples, self.pattern, self.format = [], [], "", ""
+            self.minimum = self.maximum = self.min_length = self.max_length = None
+        for attr in ("ref", "object_ref", "items", "description", "schema"):
+            if not getattr(self, attr) and getattr(other, attr):
+                setattr(self, attr, getattr(other, attr))
+        self.required = self.required or other.required
+        self.nullable = self.nullable or other.nullable
+        if other.type != self.type:
+            return
+        for attr in ("format", "pattern"):
             if not getattr(self, attr) and getattr(other, attr):
                 setattr(self, attr, getattr(other, attr))
         if not self.enum and other.enum:
             self.enum = list(other.enum)
         self.examples += [e for e in other.examples if e not in self.examples]
-        self.required = self.required or other.required
-        self.nullable = self.nullable or other.nullable
         for attr in ("minimum", "maximum", "min_length", "max_length"):
             if getattr(self, attr) is None:
                 setattr(self, attr, getattr(other, attr))

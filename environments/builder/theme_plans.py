@@ -46,6 +46,7 @@ from .theme_verbs import (
     KEY_CURSORS,
     KEY_NAMES,
     MODIFIERS,
+    ORDERING_NAMES,
     OUTSIDE_PARAMS,
     OUTSIDE_WORDS,
     PAGING,
@@ -53,10 +54,16 @@ from .theme_verbs import (
     QUERY_NAMES,
     TRANSITIONS,
     VERBS,
+    filter_lookup,
 )
 
+# a path that ends in the row it names: `/things/{thing}`, NetBox's `/dcim/sites/{id}/`
+ENDS_IN_ROW = re.compile(r"\{[^}]+\}/?$")
 OPERATION_GROUP = re.compile(r"([A-Z][A-Za-z0-9]*)_([A-Z][a-z]+[A-Za-z0-9]*)")  # Group_Operation
 VERSION_SEGMENT = re.compile(r"v\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.I)
+# roles of a listing's parameters that choose which rows it answers
+FILTER_ROLES = ("filter", "query", "under", "glob", "range_min", "range_max", "lookup", "member")
+SCALARS = ("string", "integer", "number")
 MANY_ROWS = ("list", "get_many", "batch_create")  # operations answering a list of rows
 ONE_ROW = ("get", "get_by_fields", "create", "update", "transition", "delete")  # one row
 
@@ -291,7 +298,7 @@ class ToolReader:
         if many is False:
             plan.options["one_row"] = True  # the response body is one object, not rows
         if many is None and reads and http.get("method") == "GET":
-            many = not re.search(r"\{[^}]+\}$", http.get("path", ""))  # `/things/{thing}`
+            many = not ENDS_IN_ROW.search(http.get("path", ""))  # `/things/{thing}`
         if many is not None:  # the response body or the path says one row or a list of rows
             verb = "list" if many else "get"
             if not owner:
@@ -308,7 +315,7 @@ class ToolReader:
             many is None
             and http.get("method") == "GET"
             and verb == "get"
-            and not re.search(r"\{[^}]+\}$", http.get("path", ""))
+            and not ENDS_IN_ROW.search(http.get("path", ""))
         ):
             verb = "list"
         if annotations.get("readOnlyHint") and verb not in ("get", "list"):
@@ -429,7 +436,7 @@ class ToolReader:
         method = http.get("method", "")
         path = http.get("path", "")
         if method == "GET":
-            return "get" if re.search(r"\{[^}]+\}$", path) else "list"
+            return "get" if ENDS_IN_ROW.search(path) else "list"
         return {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}.get(
             method, ""
         )
@@ -575,6 +582,8 @@ class ToolReader:
                 continue
             if plan.operation == "list" and squashed(param) in CURSORS | set(KEY_CURSORS):
                 continue  # how a listing pages, not a field of its rows
+            if plan.operation == "list" and (filter_lookup(param) or lname in ORDERING_NAMES):
+                continue  # `name__ic`, `ordering`: a way to filter or order a field, not one
             if squashed(param) in CREDENTIALS or param in headers:
                 continue  # a header is request metadata, not a field of the rows
             if plan.operation not in ("create", "update") and presentation_only(param):
@@ -850,8 +859,7 @@ class ToolReader:
         if plan.output.get("mode") == "plain" and plan.response_schema:
             self.envelope(plan, entity)
         if plan.operation == "list" and not any(
-            r[0] in ("filter", "query", "under", "glob", "range_min", "range_max")
-            for r in plan.bindings.values()
+            r[0] in FILTER_ROLES for r in plan.bindings.values()
         ):
             if set(plan.output.get("multi", {})):
                 plan.operation = "dump"
@@ -880,6 +888,12 @@ class ToolReader:
                 return [KEY_CURSORS[squashed(param)], key]
             if lname in QUERY_NAMES and kind in ("string", None):
                 return ["query", entity.text_fields()]
+            if lname in ORDERING_NAMES and self.orders_by_field(plain, entity):
+                return ["order"]
+            lookup = filter_lookup(param)
+            looked_up = entity.column(lookup[0]) if lookup else None
+            if looked_up is not None and looked_up.type not in ("array", "object"):
+                return ["lookup", looked_up.name, lookup[1]]
             if lname in GLOB_NAMES and _path_key(entity):
                 return ["glob", key]
             if lname.startswith("exclude") and kind == "array" and _path_key(entity):
@@ -984,11 +998,21 @@ class ToolReader:
         if param in entity.fields:
             if op in ("create", "update"):
                 return ["field", param]
+            if op == "list" and entity.fields[param].type == "object" and kind in SCALARS:
+                return ["member", param]  # `tenant=acme`: one of the nested object's values
             if op in ("list",):
                 return ["filter", param]
             if op in ("get",):
                 return ["filter", param]
         return None
+
+    def orders_by_field(self, schema: dict, entity: EntitySpec) -> bool:
+        """Whether a sort parameter names a field to order by: free text, or an enum of the
+        entity's fields (`-name` descending); not `asc`/`desc`, nor `newest`/`oldest`."""
+        if schema.get("type") not in ("string", None):
+            return False
+        listed = schema.get("enum") if isinstance(schema.get("enum"), list) else []
+        return all(entity.column(str(v).lstrip("-+")) is not None for v in listed)
 
     def unbound_optional(
         self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict

@@ -35,6 +35,19 @@ def _th_decode(spec, row):
     return out
 
 
+def _th_number(text):
+    """The number a string spells ("42" -> 42, "2.5" -> 2.5), or the string as given."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return text if number != number or abs(number) == float("inf") else number
+
+
 def _th_check(spec, name, value, param=None):
     """The value for column `name`, checked; an error names the argument `param` when given."""
     field = spec["fields"].get(name)
@@ -44,6 +57,8 @@ def _th_check(spec, name, value, param=None):
     if value is None:
         return None
     kind = field["type"]
+    if kind in ("integer", "number") and isinstance(value, str):
+        value = _th_number(value)  # a document may send ids and amounts as strings ("42")
     if kind == "integer":
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
@@ -91,12 +106,36 @@ def _th_fetch(db, spec, key, column=None):
 
 
 def _th_by_key(db, spec, by_role):
+    """The row the key argument names, within the scopes the filter arguments give: a name
+    may repeat under other parents (`/groups/{group}/items/{name}`), and the row asked for is
+    the one under the parents given. A row that has the key under other parents is named."""
     found = _th_one(by_role, "key")
     if found is None:
         raise ValueError(f"missing the {spec['entity']}'s {spec['key']}")
     param, binding, value = found
     column = binding[1]
-    return _th_fetch(db, spec, _th_check(spec, column, value, param), column)
+    value = _th_check(spec, column, value, param)
+    rows = [
+        dict(r)
+        for r in db.execute(
+            f'SELECT * FROM "{spec["table"]}" WHERE "{column}" = ? ORDER BY rowid', (value,)
+        )
+    ]
+    if not rows:
+        raise LookupError(f"no {spec['entity']} with {column} = {value!r}")
+    scopes = [
+        (p, b[1], v, _th_check(spec, b[1], v, p))
+        for p, b, v in by_role.get("filter", [])
+        if v is not None
+    ]
+    for row in rows:
+        if all(row.get(c) == stored for _p, c, _v, stored in scopes):
+            return row
+    row = rows[0]
+    _p, c, given, _stored = next(s for s in scopes if row.get(s[1]) != s[3])
+    raise LookupError(
+        f"{spec['entity']} {row[spec['key']]!r} has {c} {row.get(c)!r}, not {given!r}"
+    )
 
 
 def _th_check_refs(db, spec, values):
@@ -214,6 +253,63 @@ def _th_remove_row(db, spec, key, plan):
     db.execute(f'DELETE FROM "{spec["table"]}" WHERE "{spec["key"]}" = ?', (key,))
 
 
+_TH_COMPARISONS = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+
+def _th_lookup(spec, column, lookup, value, param):
+    """(SQL, arguments) of a django-filter lookup on one column, as NetBox and other REST
+    framework APIs take them: `name__ic=rout` holds "rout" in any case, `name__nisw=ed` does
+    not start with "ed", `id__gte=4`, `id__n=3` (not 3), `slug__empty=true` (no value)."""
+    quoted = f'"{column}"'
+    if lookup == "empty":
+        wanted = value if isinstance(value, bool) else str(value).lower() in ("true", "1")
+        blank = f"({quoted} IS NULL OR {quoted} = '')"
+        return (blank if wanted else f"NOT {blank}"), []
+    if lookup in _TH_COMPARISONS:
+        return f"{quoted} {_TH_COMPARISONS[lookup]} ?", [_th_check(spec, column, value, param)]
+    if lookup == "n":
+        return f"{quoted} IS NOT ?", [_th_check(spec, column, value, param)]
+    negated = lookup.startswith("n")
+    text = str(value).lower()
+    kind = lookup[1:] if negated else lookup
+    lowered = f"lower(CAST({quoted} AS TEXT))"
+    if not text and kind in ("ic", "isw", "iew"):
+        return ("0" if negated else "1"), []  # every value holds, starts and ends with ""
+    tests = {
+        "ic": (f"instr({lowered}, ?) > 0", [text]),
+        "isw": (f"substr({lowered}, 1, ?) = ?", [len(text), text]),
+        "iew": (f"substr({lowered}, ?) = ?", [-len(text), text]),
+        "ie": (f"{lowered} = ?", [text]),
+    }
+    if kind not in tests:
+        raise ValueError(f"argument {param!r}: the lookup {lookup!r} is not one this tool reads")
+    clause, values = tests[kind]
+    return (f"NOT COALESCE({clause}, 0)" if negated else clause), values
+
+
+def _th_order(spec, found):
+    """The ORDER BY of a listing: by key, or as the `ordering` argument asks (`name`, `-name`
+    for descending, several separated by commas; REST framework's `ordering`, `sort_by`)."""
+    key = f'"{spec["key"]}"'
+    if found is None or found[2] in (None, ""):
+        return key
+    param, _binding, value = found
+    columns = {n.lower(): n for n, f in spec["fields"].items() if not f.get("hidden")}
+    terms = []
+    for term in str(value).split(","):
+        term = term.strip()
+        descending = term.startswith("-") or term.lower().endswith((" desc", ":desc"))
+        name = term.lstrip("-+").split(":")[0].split(" ")[0]
+        column = columns.get(name.lower())
+        if column is None:
+            raise ValueError(
+                f"argument {param!r}: {name!r} is not a field of {spec['entity']} to order by "
+                f"(fields: {', '.join(sorted(columns.values()))})"
+            )
+        terms.append(f'"{column}"' + (" DESC" if descending else ""))
+    return ", ".join(terms + [key])
+
+
 def _th_list(db, spec, plan, by_role, params, page=None):
     """The rows the arguments select (one page); `page`, when given, is filled with the
     total matching, the offset and the page size (an answer's envelope reports them)."""
@@ -233,6 +329,18 @@ def _th_list(db, spec, plan, by_role, params, page=None):
             if value is None:
                 continue
             clauses.append(f'"{binding[1]}" {op} ?')
+            args.append(value)
+    for param, binding, value in by_role.get("lookup", []):
+        if value is not None:
+            clause, values = _th_lookup(spec, binding[1], binding[2], value, param)
+            clauses.append(clause)
+            args.extend(values)
+    for _param, binding, value in by_role.get("member", []):
+        if value is not None:  # `tenant=acme` over a row's {"id": 3, "slug": "acme", ...}
+            clauses.append(
+                f'EXISTS (SELECT 1 FROM json_each("{binding[1]}") '
+                "WHERE CAST(json_each.value AS TEXT) = CAST(? AS TEXT))"
+            )
             args.append(value)
     for param, binding, value in by_role.get("query", []):
         if value is None:
@@ -284,7 +392,8 @@ def _th_list(db, spec, plan, by_role, params, page=None):
     if cursor is not None and cursor[2] not in (None, ""):
         skip = _th_token(cursor[0], cursor[2])
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY "{key}" LIMIT ? OFFSET ?'
+    order = _th_order(spec, _th_one(by_role, "order"))
+    sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY {order} LIMIT ? OFFSET ?'
     rows = db.execute(sql, args + [min(int(count), _TH_MAX_ROWS), int(skip)]).fetchall()
     if page is not None:
         total_sql = f'SELECT COUNT(*) FROM "{spec["table"]}"{where}'
@@ -422,14 +531,6 @@ def _th_call(db, plan, params):
     key = spec["key"]
     if op == "get":
         row = _th_by_key(db, spec, by_role)
-        for param, binding, value in by_role.get("filter", []):
-            if value is not None and row.get(binding[1]) != _th_check(
-                spec, binding[1], value, param
-            ):
-                raise LookupError(
-                    f"{spec['entity']} {row[key]!r} has {binding[1]} {row.get(binding[1])!r}, "
-                    f"not {value!r}"
-                )
         return _th_shape(db, spec, plan, [row], True)
     if op == "get_by_fields":
         rows = _th_list(db, spec, plan, by_role, params)

@@ -272,4 +272,21 @@ PRESENTATION = {
     "responsefields",
 }
 QUERY_NAMES = {"query", "q", "search", "keyword", "keywords", "text", "term"}
+# a listing's order by field name (`name`, `-name` descending): REST framework's `ordering`
+ORDERING_NAMES = {"ordering", "sort", "sortby", "sort_by", "orderby", "order_by"}
+# django-filter's lookups (NetBox and other REST framework APIs): `name__ic` is `name`
+# containing a text in any case, `id__gte` a lower bound, `slug__n` "not this value"
+FILTER_LOOKUPS = {
+    "n", "ic", "nic", "isw", "nisw", "iew", "niew", "ie", "nie", "empty", "lt", "lte", "gt", "gte"
+}  # fmt: skip
+
+
+def filter_lookup(param: str) -> tuple[str, str] | None:
+    """(field, lookup) of a django-filter parameter (`name__ic` -> ("name", "ic")), else None."""
+    field, separator, lookup = param.rpartition("__")
+    if separator and field and lookup in FILTER_LOOKUPS:
+        return field, lookup
+    return None
+
+
 GLOB_NAMES = {"pattern", "glob"}

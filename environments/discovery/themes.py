@@ -180,6 +180,9 @@ def _operation_tool(
         schema = flat_object(schema, doc) if isinstance(schema, dict) else {}
         if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
             fields = _with_object_example(schema, content[media])
+            read_only = _read_only(fields, doc, method, path)
+            for name in read_only:  # the server's own (`id`, `url`, `created`): never sent
+                del fields[name]
             for name in list(fields):  # a form body's `DryRun` asks what a query one does
                 why, kind = left_out(name, "query", {}, document)
                 if kind == "permission":
@@ -187,7 +190,9 @@ def _operation_tool(
                     if why not in notes:
                         notes.append(why.replace("query parameter", "field", 1))
             props.update(fields)
-            required += [r for r in schema.get("required") or [] if r not in required]
+            required += [
+                r for r in schema.get("required") or [] if r not in required and r not in read_only
+            ]
         elif schema:
             props["body"] = schema
             if body.get("required"):
@@ -210,6 +215,25 @@ def _operation_tool(
     if tags:  # how the document groups its operations: a big API splits along them
         tool["tags"] = tags
     return tool
+
+
+BODY_KEYS = {"id", "uuid", "key"}
+
+
+def _read_only(properties: dict, doc: dict, method: str, path: str) -> list[str]:
+    """The body properties the document marks `readOnly`: OpenAPI says a client does not
+    send them (NetBox's `url`, `display`, `created`), so they are no parameters of a write.
+    The row's own `id` stays where nothing else names the row a write changes (the
+    Petstore's `PUT /pet`, whose body says which pet)."""
+    names_row = "{" in path or method.lower() not in ("put", "patch", "delete")
+    marked = []
+    for name, sub in properties.items():
+        if not names_row and name.lower() in BODY_KEYS:
+            continue
+        sub = _deref(sub, doc, 1) if isinstance(sub, dict) else sub
+        if isinstance(sub, dict) and sub.get("readOnly") is True:
+            marked.append(name)
+    return marked
 
 
 def _carry_parameter_example(schema: dict, param: dict) -> None:
