@@ -242,6 +242,30 @@ def test_an_answer_schema_with_a_pattern_re_cannot_read_still_checks_the_answer(
     assert "'pronunciation' is a required property" in check.detail
 
 
+def test_an_answer_composed_with_all_of_is_the_union_of_its_parts(built, pool):
+    """Azure and ShipEngine compose a row with `allOf` and close each part with
+    `additionalProperties: false`; read literally, no row could match it, and 20 correct
+    tools of one Azure document failed. The parts' union is what the document means."""
+    model, db_path, tools = built
+    plan = next(p for p in model.plans if p.name == "get_word")
+    props = WORD["properties"]
+    base = {"type": "object", "additionalProperties": False, "properties": {"id": props["id"]}}
+    own = {k: v for k, v in props.items() if k != "id"}
+    plan.response_schema = {
+        "allOf": [base],
+        "additionalProperties": False,
+        "properties": own,
+        "required": WORD["required"],
+    }
+    contract = run_contracts(only(tools, "get_word"), model, db_path, "dict", pool)["get_word"]
+    assert contract.passed, contract.summary
+    plan.response_schema["properties"] = {**own, "register": {"type": "integer"}}
+    contract = run_contracts(only(tools, "get_word"), model, db_path, "dict", pool)["get_word"]
+    check = next(c for c in contract.checks if c.name == "response schema")
+    assert not check.passed
+    assert "at register" in check.detail
+
+
 def test_computations_are_rejected_at_plan_time_with_the_reason():
     extra = [GET_SUM, ECHO]
     model = read_theme(theme_of(dictionary_server(extra)))

@@ -227,3 +227,79 @@ def test_header_parameters_keep_their_location_and_credentials_stay_out():
     plan = plans(read_theme(theme))["listBooks"]
     assert plan.bindings["X-Request-Id"] == ["ignored"]
     assert "X-Request-Id" not in read_theme(theme).entities["book"].fields
+
+
+def violating_sites_document() -> dict:
+    """Google's Abusive Experience Report API as the directory has it, cut to two reads."""
+    summary = {
+        "type": "object",
+        "properties": {
+            "reviewedSite": {"type": "string"},
+            "abusiveStatus": {"type": "string", "enum": ["UNKNOWN", "PASSING", "FAILING"]},
+            "filterStatus": {"type": "string", "enum": ["ON", "OFF", "PAUSED", "PENDING"]},
+            "lastChangeTime": {"type": "string", "format": "google-datetime"},
+            "reportUrl": {"type": "string"},
+            "underReview": {"type": "boolean"},
+        },
+    }
+    response = {
+        "type": "object",
+        "properties": {
+            "violatingSites": {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/SiteSummaryResponse"},
+            },
+            "nextPageToken": {"type": "string"},
+        },
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Abusive Experience Report API", "version": "v1"},
+        "servers": [{"url": "https://abusiveexperiencereport.googleapis.com/"}],
+        "paths": {
+            "/v1/violatingSites": {
+                "get": {
+                    "operationId": "abusiveexperiencereport.violatingSites.list",
+                    "description": "Lists sites that are failing in the Abusive Experience Report.",
+                    "responses": {
+                        "200": json_body({"$ref": "#/components/schemas/ViolatingSitesResponse"})
+                    },
+                }
+            },
+            "/v1/{name}": {
+                "get": {
+                    "operationId": "abusiveexperiencereport.sites.get",
+                    "description": "Gets a site's Abusive Experience Report summary.",
+                    "parameters": [
+                        {
+                            "name": "name",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": json_body({"$ref": "#/components/schemas/SiteSummaryResponse"})
+                    },
+                }
+            },
+        },
+        "components": {
+            "schemas": {"SiteSummaryResponse": summary, "ViolatingSitesResponse": response}
+        },
+    }
+
+
+def test_a_list_envelope_named_like_its_rows_is_not_their_owner(tmp_path, pool):
+    """Google's `violatingSites.list` answers `{violatingSites: [SiteSummary], nextPageToken}`,
+    a schema of its own. The envelope read as a row owning a list of sites listed envelopes,
+    which broke the document (94 list tools in a sample of 300 directory documents)."""
+    model = read_theme(parse_theme_document(violating_sites_document(), "abusive.json"))
+    listing = next(p for p in model.plans if p.name.endswith("violatingSites_list"))
+    assert listing.entity == "site_summary_response", (listing.entity, listing.rejected)
+    assert "list_field" not in listing.options
+    db = build_theme_database(model, tmp_path / "abusive.sqlite", [], rows=6, seed="abusive")
+    tools = implement_theme_tools(model, db["db_path"])
+    contract = run_contracts(tools, model, db["db_path"], "abusive", pool)[listing.name]
+    assert contract.passed, contract.summary
+    assert "rows under violatingSites" in contract.summary

@@ -146,6 +146,7 @@ def bookshelf_document() -> dict:
                     "summary": "List the books",
                     "parameters": [
                         {"name": "publisher", "in": "query", "schema": {"type": "string"}},
+                        {"name": "publisher__n", "in": "query", "schema": {"type": "string"}},
                     ],
                     "responses": answer({"type": "array", "items": book_ref}),
                 },
@@ -291,6 +292,7 @@ def test_a_text_filter_over_a_nested_object_matches_one_of_its_values(bookshelf,
     model, db_path, tools = bookshelf
     plan = next(p for p in model.plans if p.name == "listBooks")
     assert plan.bindings["publisher"] == ["member", "publisher"]
+    assert plan.bindings["publisher__n"] == ["member", "publisher", "n"]
     conn = sqlite3.connect(db_path)
     books = conn.execute("SELECT id, publisher FROM books ORDER BY id").fetchall()
     conn.close()
@@ -299,6 +301,10 @@ def test_a_text_filter_over_a_nested_object_matches_one_of_its_values(bookshelf,
     assert result.ok, result.error
     assert [b["id"] for b in result.result] == [
         i for i, publisher in books if json.loads(publisher)["slug"] == slug
+    ]
+    others = call(pool, tools, db_path, tmp_path, "listBooks", {"publisher__n": slug})
+    assert [b["id"] for b in others.result] == [
+        i for i, publisher in books if json.loads(publisher)["slug"] != slug
     ]
     contract = run_contracts(tools, model, db_path, "bookshelf", pool)["listBooks"]
     assert contract.passed, contract.summary

@@ -300,6 +300,12 @@ def _fixed_fields(
     return tuple(out)
 
 
+def bookkeeping(prop: str, kind: str) -> bool:
+    """Whether a property of a list envelope pages or counts its rows (`nextPageToken`,
+    `total`) rather than saying something of its own."""
+    return _role(prop, kind) is not None
+
+
 def _role(prop: str, kind: str) -> str | None:
     name = squashed(prop)
     for role, names in ROLE_NAMES.items():

@@ -18,7 +18,7 @@ from typing import Any
 
 from environments.discovery.naming import plural, singular, squashed
 
-from .theme_envelope import answers_many, read_envelope
+from .theme_envelope import answers_many, bookkeeping, read_envelope
 from .theme_model import (
     QUANTIFIERS,
     EntitySpec,
@@ -393,7 +393,14 @@ class ToolReader:
         phrase = "_".join(w for w in noun if w not in QUANTIFIERS)
         for entity in self.model.entities.values():
             for name, spec in entity.fields.items():
-                if spec.type == "array" and snake(name) in (phrase, plural(phrase)):
+                if spec.type != "array" or snake(name) not in (phrase, plural(phrase)):
+                    continue
+                others = [
+                    n
+                    for n, f in entity.fields.items()
+                    if n != name and not f.hidden and not bookkeeping(n, f.type)
+                ]
+                if others:  # else a list envelope (`{violatingSites: [...]}`), no row of its own
                     return entity.name, name
         return None
 
@@ -894,6 +901,8 @@ class ToolReader:
             looked_up = entity.column(lookup[0]) if lookup else None
             if looked_up is not None and looked_up.type not in ("array", "object"):
                 return ["lookup", looked_up.name, lookup[1]]
+            if looked_up is not None and looked_up.type == "object" and lookup[1] == "n":
+                return ["member", looked_up.name, "n"]  # `tenant__n=acme`: another tenant
             if lname in GLOB_NAMES and _path_key(entity):
                 return ["glob", key]
             if lname.startswith("exclude") and kind == "array" and _path_key(entity):

@@ -337,8 +337,9 @@ def _th_list(db, spec, plan, by_role, params, page=None):
             args.extend(values)
     for _param, binding, value in by_role.get("member", []):
         if value is not None:  # `tenant=acme` over a row's {"id": 3, "slug": "acme", ...}
+            negated = "NOT " if binding[2:] == ["n"] else ""  # `tenant__n=acme`
             clauses.append(
-                f'EXISTS (SELECT 1 FROM json_each("{binding[1]}") '
+                f'{negated}EXISTS (SELECT 1 FROM json_each("{binding[1]}") '
                 "WHERE CAST(json_each.value AS TEXT) = CAST(? AS TEXT))"
             )
             args.append(value)

@@ -35,7 +35,10 @@ FORMAT_VALUES = {
 
 def json_schema(schema: Any) -> Any:
     """An OpenAPI 3.0 schema as JSON Schema (`nullable: true` -> a null type allowed; a pattern
-    `re` cannot compile or could run for ever on is left out, `x-` extensions too)."""
+    `re` cannot compile or could run for ever on is left out, `x-` extensions too). An object
+    composed with `allOf` keeps no `additionalProperties: false`, on itself or on its parts:
+    OpenAPI documents mean the union of the parts' properties (Azure's resource and its
+    `properties`), which JSON Schema would read as "no property of another part"."""
     if isinstance(schema, list):
         return [json_schema(s) for s in schema]
     if not isinstance(schema, dict):
@@ -47,6 +50,10 @@ def json_schema(schema: Any) -> Any:
     }
     if out.pop("nullable", False) is True and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
+    if isinstance(out.get("allOf"), list):
+        for part in [out, *out["allOf"]]:
+            if isinstance(part, dict) and part.get("additionalProperties") is False:
+                del part["additionalProperties"]
     return out
 
 
