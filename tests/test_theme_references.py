@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -45,8 +46,12 @@ TAG = {
 }
 PUBLISHER = {
     "type": "object",
-    "properties": {"id": {"type": "integer"}, "slug": {"type": "string"}},
-    "required": ["id", "slug"],
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "slug": {"type": "string", "format": "slug"},
+    },
+    "required": ["id", "name", "slug"],
 }
 BOOK = {
     "type": "object",
@@ -347,3 +352,20 @@ def test_a_text_filters_enum_is_no_constraint_of_the_object_it_names():
     same_type = FieldSpec("status", "string")
     same_type.merge(FieldSpec("status", "string", enum=["active"]))
     assert same_type.enum == ["active"]
+
+
+def test_nested_objects_hold_values_like_their_own_rows(bookshelf):
+    """A book's publisher {id, name, slug} held "contract value" in every text field: what an
+    agent read in every answer. Now its name reads like a publisher's and its slug like a slug."""
+    _model, db_path, _tools = bookshelf
+    conn = sqlite3.connect(db_path)
+    publishers = [json.loads(p) for (p,) in conn.execute("SELECT publisher FROM books")]
+    tags = [json.loads(t) for (t,) in conn.execute("SELECT tags FROM authors")]
+    conn.close()
+    assert all(re.fullmatch(r"[A-Z][a-z]+ publisher \d+", p["name"]) for p in publishers), (
+        publishers
+    )
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", p["slug"]) for p in publishers), publishers
+    assert len({p["name"] for p in publishers}) > 1
+    texts = [v for row in tags for tag in row for v in tag.values()]
+    assert texts and "contract value" not in texts, tags

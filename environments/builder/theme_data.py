@@ -231,11 +231,19 @@ class Generator:
         if not schema:
             return [] if spec.type == "array" else {}
 
-        def text(name: str) -> str | None:
-            faked = self.fake.string(name, "", entity.name, (*parts, name))
-            return faked[0] if faked else None
+        def text(path: str) -> str:
+            """Faker by the property's name, else a value like a column's of the thing the
+            nested object is (`device.name` -> "Cedar device 12"), never a placeholder."""
+            prop = path.rsplit(".", 1)[-1]
+            faked = self.fake.string(prop, "", entity.name, (*parts, path))
+            if faked:
+                return faked[0]
+            owner = path.rsplit(".", 2)[-2] if "." in path else spec.name
+            local = self.rng(*parts, path)
+            thing = EntitySpec(singular(snake(owner)) or entity.name)
+            return self.string(thing, FieldSpec(prop), local.randrange(40), local)
 
-        return schema_value(schema, rng, text=text)
+        return schema_value(schema, rng, text=text, name=spec.name)
 
     def number(self, spec: FieldSpec, name: str, rng: random.Random) -> int | float:
         if spec.type == "integer":

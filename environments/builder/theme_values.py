@@ -81,7 +81,8 @@ def schema_value(
 ) -> Any:
     """A value the schema accepts: the hint when it does, else one made from the schema.
     Nested objects keep their required properties however deep (down to `MAX_DEPTH`); `text`
-    gives a plain string for a property name (realistic data), "contract value" otherwise."""
+    gives a plain string for a property's dotted path from `name` (`device.name`: realistic
+    data), "contract value" otherwise."""
     schema = plain_type(all_of(schema)) if isinstance(schema, dict) else {}
     for combiner in ("anyOf", "oneOf"):  # several alternatives: the first that is not null
         options = [o for o in schema.get(combiner) or [] if isinstance(o, dict)]
@@ -123,13 +124,13 @@ def schema_value(
             return {}
         required = set(schema.get("required") or []) if depth >= FULL_DEPTH else set(props)
         return {
-            prop: schema_value(sub, rng, None, depth + 1, text, prop)
+            prop: schema_value(sub, rng, None, depth + 1, text, f"{name}.{prop}" if name else prop)
             for prop, sub in props.items()
             if isinstance(sub, dict) and prop in required
         }
     fmt = str(schema.get("format", ""))
     value = FORMAT_VALUES.get(fmt, "contract value")
-    named = text(name) if text is not None and name and not fmt else None
+    named = text(name) if text is not None and name and fmt in ("", "slug") else None
     if isinstance(schema.get("pattern"), str):
         bounds = [n if isinstance(n, int) else None for n in (schema.get("minLength"),
                                                                schema.get("maxLength"))]  # fmt: skip
