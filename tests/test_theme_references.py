@@ -152,6 +152,11 @@ def bookshelf_document() -> dict:
                     "parameters": [
                         {"name": "publisher", "in": "query", "schema": {"type": "string"}},
                         {"name": "publisher__n", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "sort",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["asc", "desc"]},
+                        },
                     ],
                     "responses": answer({"type": "array", "items": book_ref}),
                 },
@@ -286,6 +291,9 @@ def test_django_filter_lookups_filter_their_field_and_are_no_columns(bookshelf, 
     assert [a["name"] for a in listed(ordering="-name")] == sorted(
         (name for _, name, _ in rows), reverse=True
     )
+    assert [a["id"] for a in listed(ordering="desc")] == sorted(
+        (i for i, _, _ in rows), reverse=True
+    )
     refused = call(pool, tools, db_path, tmp_path, "listAuthors", {"ordering": "height"})
     assert not refused.ok
     assert "'height' is not a field of author to order by" in refused.error
@@ -298,6 +306,7 @@ def test_a_text_filter_over_a_nested_object_matches_one_of_its_values(bookshelf,
     plan = next(p for p in model.plans if p.name == "listBooks")
     assert plan.bindings["publisher"] == ["member", "publisher"]
     assert plan.bindings["publisher__n"] == ["member", "publisher", "n"]
+    assert plan.bindings["sort"] == ["order"]  # a direction: the books by key, this way
     conn = sqlite3.connect(db_path)
     books = conn.execute("SELECT id, publisher FROM books ORDER BY id").fetchall()
     conn.close()

@@ -64,6 +64,7 @@ VERSION_SEGMENT = re.compile(r"v\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.I
 # roles of a listing's parameters that choose which rows it answers
 FILTER_ROLES = ("filter", "query", "under", "glob", "range_min", "range_max", "lookup", "member")
 SCALARS = ("string", "integer", "number")
+SORT_DIRECTIONS = ("asc", "desc", "ascending", "descending")
 MANY_ROWS = ("list", "get_many", "batch_create")  # operations answering a list of rows
 ONE_ROW = ("get", "get_by_fields", "create", "update", "transition", "delete")  # one row
 
@@ -1016,12 +1017,16 @@ class ToolReader:
         return None
 
     def orders_by_field(self, schema: dict, entity: EntitySpec) -> bool:
-        """Whether a sort parameter names a field to order by: free text, or an enum of the
-        entity's fields (`-name` descending); not `asc`/`desc`, nor `newest`/`oldest`."""
+        """Whether a sort parameter says an order the rows have: free text, an enum of the
+        entity's fields (`-name` descending) or of directions (`asc`, `desc`: by key); not
+        `newest`/`oldest`, which name an order no column holds."""
         if schema.get("type") not in ("string", None):
             return False
         listed = schema.get("enum") if isinstance(schema.get("enum"), list) else []
-        return all(entity.column(str(v).lstrip("-+")) is not None for v in listed)
+        return all(
+            str(v).lower() in SORT_DIRECTIONS or entity.column(str(v).lstrip("-+")) is not None
+            for v in listed
+        )
 
     def unbound_optional(
         self, plan: ToolPlan, entity: EntitySpec, param: str, schema: dict

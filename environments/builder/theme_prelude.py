@@ -287,6 +287,9 @@ def _th_lookup(spec, column, lookup, value, param):
     return (f"NOT COALESCE({clause}, 0)" if negated else clause), values
 
 
+_TH_DIRECTIONS = ("asc", "desc", "ascending", "descending")
+
+
 def _th_order(spec, found):
     """The ORDER BY of a listing: by key, or as the `ordering` argument asks (`name`, `-name`
     for descending, several separated by commas; REST framework's `ordering`, `sort_by`)."""
@@ -295,6 +298,8 @@ def _th_order(spec, found):
         return key
     param, _binding, value = found
     columns = {n.lower(): n for n, f in spec["fields"].items() if not f.get("hidden")}
+    if str(value).strip().lower() in _TH_DIRECTIONS:  # `sort=desc`: the listing's own order
+        return key + (" DESC" if str(value).strip().lower().startswith("desc") else "")
     terms = []
     for term in str(value).split(","):
         term = term.strip()
