@@ -67,7 +67,10 @@ BOOK = {
 
 
 # REST framework's filters as NetBox spells them, beside its `ordering`
-LOOKUPS = ("name__ic", "name__nisw", "id__gte", "id__n", "country__empty", "ordering")
+LOOKUPS = (
+    *("name__ic", "name__nic", "name__nisw", "name__iew", "name__ie"),
+    *("id__gte", "id__lt", "id__n", "country__empty", "ordering"),
+)
 
 
 def path_param(name: str, kind: str = "integer") -> dict:
@@ -99,6 +102,11 @@ def bookshelf_document() -> dict:
                             {"name": name, "in": "query", "schema": {"type": "string"}}
                             for name in LOOKUPS
                         ),
+                        {
+                            "name": "sort",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["asc", "desc"]},
+                        },
                     ],
                     "responses": answer({"type": "array", "items": author_ref}),
                 },
@@ -256,7 +264,7 @@ def test_an_id_sent_as_text_reaches_the_integer_key(bookshelf, pool, tmp_path):
     assert [a["id"] for a in listed.result] == [3]
     contract = run_contracts(tools, model, db_path, "bookshelf", pool)["listAuthors"]
     assert contract.passed, contract.summary
-    assert contract.summary.startswith("document contract: parameters 8/8 accepted")
+    assert contract.summary.startswith("document contract: parameters 13/13 accepted")
 
 
 def test_django_filter_lookups_filter_their_field_and_are_no_columns(bookshelf, pool, tmp_path):
@@ -285,15 +293,33 @@ def test_django_filter_lookups_filter_their_field_and_are_no_columns(bookshelf, 
     assert [a["id"] for a in listed(name__nisw=start)] == [
         i for i, name, _ in rows if not name.lower().startswith(start.lower())
     ]
+    assert [a["id"] for a in listed(name__nic=fragment)] == [
+        i for i, name, _ in rows if fragment.lower() not in name.lower()
+    ]
+    end = rows[1][1][-3:].upper()
+    assert [a["id"] for a in listed(name__iew=end)] == [
+        i for i, name, _ in rows if name.lower().endswith(end.lower())
+    ]
+    assert [a["id"] for a in listed(name__ie=rows[2][1].swapcase())] == [rows[2][0]]
+    assert [a["id"] for a in listed(name__ic="")] == [i for i, _, _ in rows]  # no filter
     assert [a["id"] for a in listed(id__gte="4")] == [i for i, _, _ in rows if i >= 4]
+    assert [a["id"] for a in listed(id__lt="4")] == [i for i, _, _ in rows if i < 4]
     assert [a["id"] for a in listed(id__n="3")] == [i for i, _, _ in rows if i != 3]
     assert [a["id"] for a in listed(country__empty="false")] == [i for i, _, c in rows if c]
     assert [a["name"] for a in listed(ordering="-name")] == sorted(
         (name for _, name, _ in rows), reverse=True
     )
-    assert [a["id"] for a in listed(ordering="desc")] == sorted(
-        (i for i, _, _ in rows), reverse=True
-    )
+    by_name_then_id = sorted(rows, key=lambda r: (r[1], -r[0]), reverse=True)
+    assert [a["name"] for a in listed(ordering="name desc,")] == [r[1] for r in by_name_then_id]
+    assert [a["name"] for a in listed(ordering="name:descending")] == [
+        r[1] for r in by_name_then_id
+    ]
+    assert [a["name"] for a in listed(ordering="name", sort="desc")] == [
+        r[1] for r in by_name_then_id
+    ]  # GitLab's order_by=name&sort=desc: the direction goes to the field
+    assert [a["id"] for a in listed(sort="desc")] == sorted((i for i, _, _ in rows), reverse=True)
+    too_big = call(pool, tools, db_path, tmp_path, "listAuthors", {"id__gte": "9" * 20})
+    assert not too_big.ok and "must be an integer" in too_big.error
     refused = call(pool, tools, db_path, tmp_path, "listAuthors", {"ordering": "height"})
     assert not refused.ok
     assert "'height' is not a field of author to order by" in refused.error
@@ -317,6 +343,7 @@ def test_a_text_filter_over_a_nested_object_matches_one_of_its_values(bookshelf,
         i for i, publisher in books if json.loads(publisher)["slug"] == slug
     ]
     others = call(pool, tools, db_path, tmp_path, "listBooks", {"publisher__n": slug})
+    assert others.ok, others.error
     assert [b["id"] for b in others.result] == [
         i for i, publisher in books if json.loads(publisher)["slug"] != slug
     ]

@@ -145,15 +145,22 @@ class CallPlanner:
         return value
 
     def choose_target(self) -> dict | None:
-        """The row a call names: for a delete one no other row refers to (a leaf)."""
-        if not self.rows:
+        """The row a call names: one that has every scope the call filters on (a parent's key
+        left empty names no parent to give), and for a delete one no other row refers to."""
+        scopes = [
+            b[1]
+            for b in self.plan.bindings.values()
+            if b and b[0] == "filter" and len(b) > 1 and isinstance(b[1], str)
+        ]
+        rows = [r for r in self.rows if all(r.get(c) is not None for c in scopes)] or self.rows
+        if not rows:
             return None
         if self.plan.operation == "transition":
             column, target = self.plan.options.get("column"), self.plan.options.get("target")
-            movable = [r for r in self.rows if r.get(column) != target]
-            return (movable or self.rows)[len(movable or self.rows) // 2]
+            movable = [r for r in rows if r.get(column) != target]
+            return (movable or rows)[len(movable or rows) // 2]
         if self.plan.operation not in ("delete", "batch_delete"):
-            return self.rows[len(self.rows) // 2]
+            return rows[len(rows) // 2]
         referenced: set = set()
         for other in self.model.entities.values():
             for column, spec in other.fields.items():
@@ -164,8 +171,8 @@ class CallPlanner:
                             f'SELECT "{column}" FROM "{other.table}" WHERE "{column}" IS NOT NULL'
                         )
                     }
-        leaves = [r for r in self.rows if r[self.entity.key] not in referenced]
-        return (leaves or self.rows)[-1]
+        leaves = [r for r in rows if r[self.entity.key] not in referenced]
+        return (leaves or rows)[-1]
 
     def fresh_key(self) -> Any:
         spec = self.entity.fields[self.entity.key]
@@ -369,7 +376,7 @@ def response_check(
             "no answer to check against the document's schema: no contract call returned a "
             f"result ({_first_error(outcomes)})",
         )
-    schema, unreadable = answer_schema(plan.response_schema)
+    schema, unreadable, left_out = answer_schema(plan.response_schema)
     if schema is None:
         return ContractCheck(
             "response schema", True, f"response schema unreadable, not checked ({unreadable})"
@@ -391,27 +398,28 @@ def response_check(
         problem = envelope_problem(plan, result.result)
         if problem:
             return ContractCheck("response schema", False, problem)
-    if plan.envelope is not None and plan.envelope.rows:
-        return ContractCheck(
-            "response schema", True, f"response schema valid (rows under {plan.envelope.where()})"
-        )
-    return ContractCheck("response schema", True, "response schema valid")
+    said = [f"rows under {plan.envelope.where()}"] if plan.envelope and plan.envelope.rows else []
+    if left_out:  # what the check could not read is said, never passed over in silence
+        said.append(f"{len(left_out)} part(s) no validator reads left out: {left_out[0]}")
+    shown = f" ({'; '.join(said)})" if said else ""
+    return ContractCheck("response schema", True, f"response schema valid{shown}"[:300])
 
 
-def answer_schema(document_schema: dict) -> tuple[dict | None, str]:
+def answer_schema(document_schema: dict) -> tuple[dict | None, str, list[str]]:
     """The document's answer schema as a validator reads it: patterns `re` cannot run
     (`json_schema`) and keywords the meta-schema refuses (OpenAPI's `examples` map, a
     `definitions` of things that are not schemas) are left out, so the rest still checks the
-    answer. (None, why) when nothing readable is left."""
+    answer. (schema, "", what was left out), or (None, why, []) when nothing readable is
+    left."""
     notes: list[str] = []
     schema = json_schema(document_schema)
     problem = _unreadable(schema)
     if not problem:
-        return schema, ""
+        return schema, "", []
     repaired = readable_schema(schema, notes)
     if repaired is not None and not _unreadable(repaired):
-        return repaired, ""
-    return None, problem
+        return repaired, "", notes
+    return None, problem, []
 
 
 def _unreadable(schema: Any) -> str:

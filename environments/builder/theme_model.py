@@ -102,6 +102,10 @@ def mirrored_columns(entity: EntitySpec) -> dict[str, str]:
 # --- fields and entities --------------------------------------------------------------------
 
 
+# types one value may be described by in two places (a bound or example holds for both)
+KINDRED_TYPES = ({"integer", "number"}, {"date", "datetime"})
+
+
 @dataclass
 class FieldSpec:
     name: str  # the property name as the theme spells it (also the column name)
@@ -143,7 +147,7 @@ class FieldSpec:
                 setattr(self, attr, getattr(other, attr))
         self.required = self.required or other.required
         self.nullable = self.nullable or other.nullable
-        if other.type != self.type:
+        if other.type != self.type and {self.type, other.type} not in KINDRED_TYPES:
             return
         for attr in ("format", "pattern"):
             if not getattr(self, attr) and getattr(other, attr):

@@ -898,7 +898,7 @@ class ToolReader:
                 return ["query", entity.text_fields()]
             if lname in ORDERING_NAMES and self.orders_by_field(plain, entity):
                 return ["order"]
-            lookup = filter_lookup(param)
+            lookup = filter_lookup(param) if kind in (*SCALARS, "boolean", None) else None
             looked_up = entity.column(lookup[0]) if lookup else None
             if looked_up is not None and looked_up.type not in ("array", "object"):
                 return ["lookup", looked_up.name, lookup[1]]

@@ -36,16 +36,16 @@ def _th_decode(spec, row):
 
 
 def _th_number(text):
-    """The number a string spells ("42" -> 42, "2.5" -> 2.5), or the string as given."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
+    """The number a string spells in plain decimal ("42" -> 42, "-2.5" -> -2.5), or the
+    string as given ("4_2", " 7", "1e3" and numbers SQLite cannot hold stay text)."""
+    digits = text[1:] if text[:1] == "-" else text
+    whole, _dot, fraction = digits.partition(".")
+    if not (whole.isascii() and whole.isdigit()) or (_dot and not fraction.isdigit()):
         return text
-    return text if number != number or abs(number) == float("inf") else number
+    if fraction:
+        return float(text)
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else text
 
 
 def _th_check(spec, name, value, param=None):
@@ -270,16 +270,14 @@ def _th_lookup(spec, column, lookup, value, param):
     if lookup == "n":
         return f"{quoted} IS NOT ?", [_th_check(spec, column, value, param)]
     negated = lookup.startswith("n")
-    text = str(value).lower()
+    text = str(value)
     kind = lookup[1:] if negated else lookup
     lowered = f"lower(CAST({quoted} AS TEXT))"
-    if not text and kind in ("ic", "isw", "iew"):
-        return ("0" if negated else "1"), []  # every value holds, starts and ends with ""
     tests = {
-        "ic": (f"instr({lowered}, ?) > 0", [text]),
-        "isw": (f"substr({lowered}, 1, ?) = ?", [len(text), text]),
-        "iew": (f"substr({lowered}, ?) = ?", [-len(text), text]),
-        "ie": (f"{lowered} = ?", [text]),
+        "ic": (f"instr({lowered}, lower(?)) > 0", [text]),
+        "isw": (f"substr({lowered}, 1, length(?)) = lower(?)", [text, text]),
+        "iew": (f"substr({lowered}, -length(?)) = lower(?)", [text, text]),
+        "ie": (f"{lowered} = lower(?)", [text]),
     }
     if kind not in tests:
         raise ValueError(f"argument {param!r}: the lookup {lookup!r} is not one this tool reads")
@@ -290,29 +288,39 @@ def _th_lookup(spec, column, lookup, value, param):
 _TH_DIRECTIONS = ("asc", "desc", "ascending", "descending")
 
 
-def _th_order(spec, found):
-    """The ORDER BY of a listing: by key, or as the `ordering` argument asks (`name`, `-name`
-    for descending, several separated by commas; REST framework's `ordering`, `sort_by`)."""
+def _th_order(spec, given):
+    """The ORDER BY of a listing: by key, or as its order arguments ask: fields (`name`,
+    `-name`, `name desc`, `name:descending`, several separated by commas; REST framework's
+    `ordering`, OData's `$orderby`) and a direction alone (`sort=desc`, beside GitLab's
+    `order_by=name`) for the fields that say none, or for the key."""
     key = f'"{spec["key"]}"'
-    if found is None or found[2] in (None, ""):
-        return key
-    param, _binding, value = found
     columns = {n.lower(): n for n, f in spec["fields"].items() if not f.get("hidden")}
-    if str(value).strip().lower() in _TH_DIRECTIONS:  # `sort=desc`: the listing's own order
-        return key + (" DESC" if str(value).strip().lower().startswith("desc") else "")
-    terms = []
-    for term in str(value).split(","):
-        term = term.strip()
-        descending = term.startswith("-") or term.lower().endswith((" desc", ":desc"))
-        name = term.lstrip("-+").split(":")[0].split(" ")[0]
-        column = columns.get(name.lower())
-        if column is None:
-            raise ValueError(
-                f"argument {param!r}: {name!r} is not a field of {spec['entity']} to order by "
-                f"(fields: {', '.join(sorted(columns.values()))})"
-            )
-        terms.append(f'"{column}"' + (" DESC" if descending else ""))
-    return ", ".join(terms + [key])
+    terms, direction = [], ""
+    for param, _binding, value in given:
+        text = str(value if value is not None else "").strip()
+        if text.lower() in _TH_DIRECTIONS:
+            direction = " DESC" if text.lower().startswith("desc") else ""
+            continue
+        for term in text.split(","):
+            term = term.strip()
+            if not term:
+                continue
+            named = term.lstrip("-+").replace(":", " ").split()
+            said = named[1].lower() if len(named) > 1 else ""
+            if said and said not in _TH_DIRECTIONS:
+                raise ValueError(f"argument {param!r}: {said!r} is no direction (asc, desc)")
+            column = columns.get(named[0].lower()) if named else None
+            if column is None:
+                raise ValueError(
+                    f"argument {param!r}: {term!r} is not a field of {spec['entity']} to order "
+                    f"by (fields: {', '.join(sorted(columns.values()))})"
+                )
+            if term.startswith("-") or said.startswith("desc"):
+                terms.append((column, " DESC"))
+            else:
+                terms.append((column, None if not said else ""))
+    ordered = [f'"{c}"' + (direction if d is None else d) for c, d in terms]
+    return ", ".join(ordered + [key + (direction if not terms else "")])
 
 
 def _th_list(db, spec, plan, by_role, params, page=None):
@@ -336,12 +344,14 @@ def _th_list(db, spec, plan, by_role, params, page=None):
             clauses.append(f'"{binding[1]}" {op} ?')
             args.append(value)
     for param, binding, value in by_role.get("lookup", []):
-        if value is not None:
+        if value is not None and value != "":  # an empty filter is none (django-filter)
             clause, values = _th_lookup(spec, binding[1], binding[2], value, param)
             clauses.append(clause)
             args.extend(values)
-    for _param, binding, value in by_role.get("member", []):
-        if value is not None:  # `tenant=acme` over a row's {"id": 3, "slug": "acme", ...}
+    for param, binding, value in by_role.get("member", []):
+        if value is not None and value != "":  # `tenant=acme` over {"id": 3, "slug": "acme"}
+            if isinstance(value, (list, dict)):
+                raise ValueError(f"argument {param!r} must be a single value, got {value!r}")
             negated = "NOT " if binding[2:] == ["n"] else ""  # `tenant__n=acme`
             clauses.append(
                 f'{negated}EXISTS (SELECT 1 FROM json_each("{binding[1]}") '
@@ -398,7 +408,7 @@ def _th_list(db, spec, plan, by_role, params, page=None):
     if cursor is not None and cursor[2] not in (None, ""):
         skip = _th_token(cursor[0], cursor[2])
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    order = _th_order(spec, _th_one(by_role, "order"))
+    order = _th_order(spec, by_role.get("order", []))
     sql = f'SELECT * FROM "{spec["table"]}"{where} ORDER BY {order} LIMIT ? OFFSET ?'
     rows = db.execute(sql, args + [min(int(count), _TH_MAX_ROWS), int(skip)]).fetchall()
     if page is not None:

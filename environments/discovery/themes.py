@@ -225,7 +225,7 @@ def _read_only(properties: dict, doc: dict, method: str, path: str) -> list[str]
     send them (NetBox's `url`, `display`, `created`), so they are no parameters of a write.
     The row's own `id` stays where nothing else names the row a write changes (the
     Petstore's `PUT /pet`, whose body says which pet)."""
-    names_row = "{" in path or method.lower() not in ("put", "patch", "delete")
+    names_row = re.search(r"\{[^}]+\}/?$", path) or method.lower() not in ("put", "patch", "delete")
     marked = []
     for name, sub in properties.items():
         if not names_row and name.lower() in BODY_KEYS:
