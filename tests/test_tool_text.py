@@ -68,6 +68,8 @@ def test_plurals_follow_the_word():
     assert plural("epoch") == "epochs" and plural("patriarch") == "patriarchs"
     assert plural("church") == "churches" and plural("search") == "searches"
     assert plural("github") == "githubs"  # an unknown name takes a plain -s
+    assert singular("apis") == "api" and plural("apis") == "apis"  # not "the apiss"
+    assert singular("skus") == "sku" and singular("analysis") == "analysis"
 
 
 def test_articles_follow_the_sound():

@@ -58,6 +58,8 @@ _IRREGULAR_SINGULAR = {
 }
 _PLURAL_LOOKALIKES = frozenset(  # plurals that end like Latin singulars
     {"menus", "gurus", "emus", "haikus", "tutus", "taxis", "skis", "kiwis", "wikis", "emojis"}
+    # acronyms' plurals: Azure's `apis` were "the apiss", read as a singular like "analysis"
+    | {"apis", "uris", "guis", "cpus", "gpus", "vcpus", "skus", "pdus"}
 )
 _AS_SINGULARS = frozenset(
     {"gas", "atlas", "canvas", "alias", "bias", "pancreas", "christmas", "texas", "kansas"}
