@@ -73,6 +73,14 @@ LOOKUPS = (
 )
 
 
+# a direction alone, as GitLab's `sort` beside its `order_by`
+SORT = {"name": "sort", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}}
+
+
+def text_query(name: str) -> dict:
+    return {"name": name, "in": "query", "schema": {"type": "string"}}
+
+
 def path_param(name: str, kind: str = "integer") -> dict:
     return {"name": name, "in": "path", "required": True, "schema": {"type": kind}}
 
@@ -96,17 +104,10 @@ def bookshelf_document() -> dict:
                     "operationId": "listAuthors",
                     "summary": "List the authors",
                     "parameters": [
-                        {"name": "id", "in": "query", "schema": {"type": "string"}},
-                        {"name": "country", "in": "query", "schema": {"type": "string"}},
-                        *(
-                            {"name": name, "in": "query", "schema": {"type": "string"}}
-                            for name in LOOKUPS
-                        ),
-                        {
-                            "name": "sort",
-                            "in": "query",
-                            "schema": {"type": "string", "enum": ["asc", "desc"]},
-                        },
+                        text_query("id"),
+                        text_query("country"),
+                        *(text_query(name) for name in LOOKUPS),
+                        SORT,
                     ],
                     "responses": answer({"type": "array", "items": author_ref}),
                 },
@@ -158,13 +159,9 @@ def bookshelf_document() -> dict:
                     "operationId": "listBooks",
                     "summary": "List the books",
                     "parameters": [
-                        {"name": "publisher", "in": "query", "schema": {"type": "string"}},
-                        {"name": "publisher__n", "in": "query", "schema": {"type": "string"}},
-                        {
-                            "name": "sort",
-                            "in": "query",
-                            "schema": {"type": "string", "enum": ["asc", "desc"]},
-                        },
+                        text_query("publisher"),
+                        text_query("publisher__n"),
+                        SORT,
                     ],
                     "responses": answer({"type": "array", "items": book_ref}),
                 },

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from environments.discovery.naming import plural, singular, squashed
+from environments.discovery.themes import ENDS_IN_ROW
 
 from .theme_envelope import answers_many, bookkeeping, read_envelope
 from .theme_model import (
@@ -57,8 +58,6 @@ from .theme_verbs import (
     filter_lookup,
 )
 
-# a path that ends in the row it names: `/things/{thing}`, NetBox's `/dcim/sites/{id}/`
-ENDS_IN_ROW = re.compile(r"\{[^}]+\}/?$")
 OPERATION_GROUP = re.compile(r"([A-Z][A-Za-z0-9]*)_([A-Z][a-z]+[A-Za-z0-9]*)")  # Group_Operation
 VERSION_SEGMENT = re.compile(r"v\d+(\.\d+)*([a-z]+\d*)?|\d{4}-\d{2}-\d{2}", re.I)
 # roles of a listing's parameters that choose which rows it answers

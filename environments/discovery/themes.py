@@ -218,6 +218,8 @@ def _operation_tool(
 
 
 BODY_KEYS = {"id", "uuid", "key"}
+# a path that ends in the row it names: `/things/{thing}`, NetBox's `/dcim/sites/{id}/`
+ENDS_IN_ROW = re.compile(r"\{[^}]+\}/?$")
 
 
 def _read_only(properties: dict, doc: dict, method: str, path: str) -> list[str]:
@@ -225,10 +227,11 @@ def _read_only(properties: dict, doc: dict, method: str, path: str) -> list[str]
     send them (NetBox's `url`, `display`, `created`), so they are no parameters of a write.
     The row's own `id` stays where nothing else names the row a write changes (the
     Petstore's `PUT /pet`, whose body says which pet)."""
-    names_row = re.search(r"\{[^}]+\}/?$", path) or method.lower() not in ("put", "patch", "delete")
+    changes_a_row = method.lower() in ("put", "patch", "delete")
+    body_names_row = changes_a_row and not ENDS_IN_ROW.search(path)
     marked = []
     for name, sub in properties.items():
-        if not names_row and name.lower() in BODY_KEYS:
+        if body_names_row and name.lower() in BODY_KEYS:
             continue
         sub = _deref(sub, doc, 1) if isinstance(sub, dict) else sub
         if isinstance(sub, dict) and sub.get("readOnly") is True:
